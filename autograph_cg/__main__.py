@@ -1,0 +1,3 @@
+from autograph_cg.cli import main
+
+main()

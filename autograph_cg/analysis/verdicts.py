@@ -1,0 +1,41 @@
+"""Per layer class: can it be captured whole, and if not, the chain of reasons why."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Status(str, enum.Enum):
+    ELIGIBLE = "eligible"
+    INELIGIBLE = "ineligible"
+    UNKNOWN = "unknown"  # some call could not be resolved; strictness decides
+    SKIPPED = "skipped"  # `# autograph-cg: skip` on the class
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One blocking (or unresolved) fact, reached from the class's forward through `chain`."""
+
+    chain: tuple[str, ...]  # e.g. ("Decoder.forward", "self.blocks", "Block.forward", "Attention.forward")
+    code: str
+    message: str
+    path: str
+    line: int
+
+    def render(self) -> str:
+        where = " → ".join(self.chain)
+        return f"{where}:{self.line} {self.code} {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    qualname: str  # "pkg.module.Class"
+    path: str
+    line: int
+    status: Status
+    reasons: tuple[Reason, ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]

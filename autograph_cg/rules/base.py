@@ -1,0 +1,100 @@
+"""A rule is data: its code, name, family, severity, message, docs and cases, plus what it matches.
+
+Most rules are declarative (`ops`, `methods`, `functions`, `builtins`): the checker builds one dispatch table
+from all of them, so a call is resolved once and looked up once whatever the number of rules. Rules that need
+to look at statement structure give a `check` function for the node types they name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from autograph_cg.findings import Severity
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.context import FunctionContext
+
+
+@dataclass(frozen=True)
+class Family:
+    prefix: str  # "AG1"
+    name: str  # "host-sync"
+    title: str
+    blocks: bool  # whether its errors block capture
+
+
+HOST_SYNC = Family("AG1", "host-sync", "Host synchronization", True)
+DYNAMIC_SHAPE = Family("AG2", "dynamic-shape", "Data-dependent shapes", True)
+CONTROL_FLOW = Family("AG3", "control-flow", "CPU control flow on tensor values", True)
+SIDE_EFFECTS = Family("AG4", "side-effects", "CPU side effects", True)
+CONTEXT_RNG = Family("AG5", "context-rng", "Context, streams and RNG", False)
+UNKNOWN = Family("AG9", "unknown", "Calls that cannot be resolved", False)
+
+FAMILIES = (HOST_SYNC, DYNAMIC_SHAPE, CONTROL_FLOW, SIDE_EFFECTS, CONTEXT_RNG, UNKNOWN)
+
+#: A check yields (node to report, detail text) pairs; the detail fills `{detail}` in the rule's message.
+Check = Callable[["FunctionContext", ast.AST], Iterator[tuple[ast.AST, str]]]
+#: A guard decides whether a matched call really is the hazard (e.g. `where` with one argument only).
+Guard = Callable[["FunctionContext", ast.Call], bool]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str  # kebab-case, reads as "allow <name>"
+    family: Family
+    severity: Severity
+    message: str  # one line; may use {detail}
+    what: str
+    why: str
+    example: str
+    instead: str
+    known_problems: str = ""
+    frameworks: tuple[str, ...] = ("paddle", "torch")
+    # Declarative matchers.
+    ops: tuple[str, ...] = ()  # framework functions `paddle.X`/`torch.X` and tensor methods `.X()` by short name
+    methods: tuple[str, ...] = ()  # tensor methods only
+    functions: tuple[str, ...] = ()  # fully qualified framework functions
+    builtins: tuple[str, ...] = ()  # Python builtins called with a tensor argument
+    guard: Guard | None = None
+    # Structural check for the node types it names.
+    check: Check | None = None
+    node_types: tuple[type[ast.AST], ...] = ()
+    # Cases: forward bodies (or whole modules when they start with import/from/class) that must fire / must not.
+    invalid: tuple[str, ...] = field(default=())
+    valid: tuple[str, ...] = field(default=())
+    since: str = "0.1.0"
+
+    @property
+    def blocks(self) -> bool:
+        return self.severity is Severity.ERROR and self.family.blocks
+
+    def docs(self) -> str:
+        """The rule's documentation in fixed sections; `explain`, docs pages and SARIF all render this text."""
+        parts = [
+            f"# {self.code} {self.name}",
+            "",
+            f"Family: {self.family.title} ({self.family.prefix}xx). Severity: {self.severity.value}."
+            + (" Blocks capture." if self.blocks else " Does not block capture by itself."),
+            "",
+            "## What it does",
+            self.what.strip(),
+            "",
+            "## Why it breaks a CUDA graph",
+            self.why.strip(),
+            "",
+            "## Example",
+            "```python",
+            self.example.strip("\n"),
+            "```",
+            "",
+            "## Use instead",
+            "```python",
+            self.instead.strip("\n"),
+            "```",
+        ]
+        if self.known_problems:
+            parts += ["", "## Known problems", self.known_problems.strip()]
+        return "\n".join(parts) + "\n"

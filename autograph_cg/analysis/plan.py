@@ -18,6 +18,7 @@ class WrapSite:
     owner: str  # qualified name of the class whose __init__ holds the call; "" outside classes
     target: str  # what receives the layer, as written: "self.mlp", "self.blocks[*]", "model"
     container: str = ""  # "" or the container it sits in: "LayerList", "Sequential", "list", ...
+    existing: bool = False  # already `CUDAGraphedLayer(...)` in the source: nothing to do
 
 
 @dataclass(frozen=True, slots=True)

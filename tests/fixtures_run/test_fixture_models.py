@@ -18,12 +18,18 @@ import pytest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 PACKAGES = ("paddle_lm", "torch_lm")
+VERDICT = re.compile(r"^\| `(?P<cls>\w+)` \| (?P<verdict>eligible|ineligible|unknown) \|")
 ROW = re.compile(r"^\| `(?P<file>\w+\.py):(?P<line>\d+)` \|(?: (?P<code>AG\d{3}) \|)? `(?P<func>[\w.]+)` \| `(?P<snippet>[^`]+)` \|")
 
 
 def _rows(package: str) -> list[dict]:
     text = (FIXTURES / package / "HAZARDS.md").read_text()
     return [m.groupdict() for m in map(ROW.match, text.splitlines()) if m]
+
+
+def _verdicts(package: str) -> dict[str, str]:
+    text = (FIXTURES / package / "HAZARDS.md").read_text()
+    return {m["cls"]: m["verdict"] for m in map(VERDICT.match, text.splitlines()) if m}
 
 
 def _enclosing_function(tree: ast.Module, line: int) -> str | None:
@@ -78,6 +84,14 @@ def test_twins_have_the_same_modules_classes_and_methods() -> None:
     paddle_classes, torch_classes = (_classes(p) for p in PACKAGES)
     assert paddle_classes == torch_classes
     assert len([c for classes in paddle_classes.values() for c in classes]) >= 10
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_verdict_table_names_every_layer_class(package: str) -> None:
+    layers = {name for classes in _classes(package).values() for name, _ in classes} - {"LMConfig"}
+    verdicts = _verdicts(package)
+    assert set(verdicts) == layers
+    assert {"eligible", "ineligible"} <= set(verdicts.values())
 
 
 def _paddle() -> SimpleNamespace:
@@ -170,3 +184,80 @@ def test_twins_have_the_same_parameters() -> None:
             sizes.append({name: int(np.prod(p.shape)) for name, p in model.named_parameters()})
     assert sizes[0] == sizes[1]
     assert any(".experts." in name for name in sizes[0])
+
+
+def _first_calls(torch, model, input_ids) -> dict[str, tuple]:
+    """The positional arguments of the first call of each layer class during one forward."""
+    calls: dict[str, tuple] = {}
+
+    def record(module, args):
+        calls.setdefault(type(module).__name__, args)
+
+    handles = [m.register_forward_pre_hook(record) for m in model.modules()]
+    with torch.no_grad():
+        logits = model(input_ids)
+    for handle in handles:
+        handle.remove()
+    calls["TopPSampler"] = (logits[:1, -1],)
+    return calls
+
+
+def _like(torch, arg):
+    """A new input of the same kind: token ids stay in the vocabulary, activations are normal."""
+    if not torch.is_tensor(arg):
+        return arg
+    return torch.randn_like(arg) if arg.is_floating_point() else torch.randint_like(arg, 0, 50)
+
+
+def _capture_matches_eager(torch, module, args) -> bool:
+    """Capture module(*args) in a CUDA graph, replay it on new inputs, compare with an eager run."""
+    static = [a.clone() if torch.is_tensor(a) else a for a in args]
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                module(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = module(*static)
+        fresh = [_like(torch, a) for a in args]
+        for dst, src in zip(static, fresh):
+            if torch.is_tensor(dst):
+                dst.copy_(src)
+        graph.replay()
+        return bool(torch.allclose(out, module(*fresh), rtol=1e-4, atol=1e-5))
+
+
+@pytest.mark.gpu
+def test_torch_verdicts_hold_on_a_cuda_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eligible classes run without a host sync and replay from a CUDA graph; ineligible ones sync."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    lm = importlib.import_module("torch_lm")
+    model, (input_ids,) = lm.make_model(device="cuda")
+    model.train()
+    model(input_ids)  # first-call initialisation (cuBLAS handles, caches) stays out of the checks
+    calls = _first_calls(torch, model, input_ids)
+    instances = {type(m).__name__: m for m in reversed(list(model.modules()))}
+    instances["DecoderLM"] = model
+
+    syncs = {}
+    for name in _verdicts("torch_lm"):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            instances[name](*calls[name])
+            syncs[name] = False
+        except RuntimeError:
+            syncs[name] = True
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert syncs == {name: verdict == "ineligible" for name, verdict in _verdicts("torch_lm").items()}
+
+    model.eval()
+    replayed = {name: _capture_matches_eager(torch, instances[name], calls[name])
+                for name, verdict in _verdicts("torch_lm").items() if verdict == "eligible"}
+    assert replayed == dict.fromkeys(replayed, True)

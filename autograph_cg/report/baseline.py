@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from autograph_cg.findings import Finding
-from autograph_cg.report.identity import Identity, identity, numbered
+from autograph_cg.report.identity import Identity, normalize_source, numbered
 from autograph_cg.report.output import open_output
 
 FORMAT_KEY = "autograph-cg-baseline"
@@ -72,7 +72,8 @@ def load(path: str | os.PathLike[str]) -> Baseline:
                 + ", ".join(_FIELDS)
                 + " and a positive integer count"
             )
-        counts[Identity(*(entry[name] for name in _FIELDS))] += entry["count"]
+        key = Identity(entry["path"], entry["code"], entry["function"], normalize_source(entry["source"]))
+        counts[key] += entry["count"]
     return Baseline(Path(os.path.abspath(source)).parent, counts)
 
 
@@ -88,11 +89,16 @@ def _valid_entry(entry: object) -> bool:
 def write(path: str | os.PathLike[str], findings: Iterable[Finding]) -> int:
     """Write a baseline of `findings` atomically (see `open_output`); returns the number of findings recorded."""
     root = Path(os.path.abspath(path)).parent
-    counts = Counter(key for _, key, _ in numbered(findings, root))
+    counts: Counter[Identity] = Counter()
+    shown: dict[Identity, str] = {}  # the line as written (spaces collapsed), for people reading the file
+    for finding, key, _ in numbered(findings, root):
+        counts[key] += 1
+        shown.setdefault(key, " ".join(finding.source_line.split()))
     with open_output(path) as stream:
         stream.write(f'{{\n  "{FORMAT_KEY}": {FORMAT_VERSION},\n  "findings": [')
         for index, key in enumerate(sorted(counts)):
-            entry = {name: getattr(key, name) for name in _FIELDS} | {"count": counts[key]}
+            entry = {"path": key.path, "code": key.code, "function": key.function, "source": shown[key]}
+            entry["count"] = counts[key]
             stream.write(("," if index else "") + "\n    " + json.dumps(entry, ensure_ascii=False))
         stream.write("\n  ]\n}\n" if counts else "]\n}\n")
     return sum(counts.values())

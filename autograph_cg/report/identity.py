@@ -2,7 +2,7 @@
 
 Baselines match on it and SARIF `partialFingerprints` hash it: the file (relative to a root, so a moved
 checkout still matches), the rule code, the enclosing function and the source line with its whitespace
-normalized. Line and column numbers are left out on purpose: inserting code above a finding must not
+removed. Line and column numbers are left out on purpose: inserting code above a finding must not
 make it new.
 """
 
@@ -27,8 +27,8 @@ class Identity:
 
 
 def normalize_source(line: str) -> str:
-    """Whitespace-insensitive: re-indenting or re-spacing a line keeps its identity."""
-    return " ".join(line.split())
+    """Whitespace-insensitive: re-indenting or reformatting a line (`a=b` / `a = b`) keeps its identity."""
+    return "".join(line.split())
 
 
 def relative_path(path: str, root: str | os.PathLike[str]) -> str:

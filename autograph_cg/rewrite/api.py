@@ -1,0 +1,141 @@
+"""Apply a plan to files, or undo it: pure edits on bytes (`rewrite_source`, `undo_source`) and the file loop.
+
+Every edit is checked before anything is written: the AST must equal the original's apart from the intended
+wrappers and import, and for a rewrite, undoing it must give back exactly what undoing the original gives
+(the original itself when it held no wrappers). A file that fails any check is reported and left alone.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from autograph_cg.analysis.plan import WrapSite
+from autograph_cg.findings import SourceError
+from autograph_cg.rewrite import atomic
+from autograph_cg.rewrite.imports import ImportConflict, add_import, has_runtime_import, remove_import
+from autograph_cg.rewrite.results import FileResult, RewriteReport, Status
+from autograph_cg.rewrite.safety import Unsafe, check_equivalent, load
+from autograph_cg.rewrite.shape import WRAPPER, WrapSettings
+from autograph_cg.rewrite.transform import unwrap_all, wrap_sites
+
+_WRAPPER_BYTES = WRAPPER.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEdit:
+    new: bytes
+    changed: int  # wrappers added or removed
+    kept: int  # sites a pragma (or a comment inside a wrapper) kept as they were
+    text: str  # the decoded original, for diffs
+    encoding: str
+
+
+def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSettings = WrapSettings()) -> SourceEdit:
+    """Wrap `sites` in one file's bytes; raises Unsafe when the file must be left alone."""
+    loaded = load(data)
+    module, counts = wrap_sites(loaded.module, loaded.text, sites, settings)
+    if counts.missing:
+        s = counts.missing[0]
+        raise Unsafe(
+            "stale-plan",
+            f"no call at {s.span.line}:{s.span.col} for {s.wrapped_class} (file changed since it was analyzed?)",
+        )
+    if not counts.changed:
+        return SourceEdit(data, 0, counts.kept, loaded.text, loaded.encoding)
+    try:
+        present = has_runtime_import(module)
+    except ImportConflict as exc:
+        raise Unsafe("conflict", str(exc)) from None
+    if not present:
+        module = add_import(module)
+    new = module.bytes
+    check_equivalent(loaded.tree, new, counts.changed, 0 if present else 1)
+    baseline = undo_source(data).new
+    if undo_source(new).new != baseline:
+        raise Unsafe("unsafe", "undo would not restore this file exactly")
+    return SourceEdit(new, counts.changed, counts.kept, loaded.text, loaded.encoding)
+
+
+def undo_source(data: bytes) -> SourceEdit:
+    """Take off rewrite's wrappers and its import; raises Unsafe when the file must be left alone."""
+    if _WRAPPER_BYTES not in data:
+        return SourceEdit(data, 0, 0, "", "utf-8")
+    loaded = load(data)
+    module, counts = unwrap_all(loaded.module, loaded.text)
+    module, removed = remove_import(module)
+    new = module.bytes
+    if new != data:
+        check_equivalent(loaded.tree, new, -counts.changed, -int(removed))
+    return SourceEdit(new, counts.changed, counts.kept, loaded.text, loaded.encoding)
+
+
+def unified_diff(path: str, edit: SourceEdit) -> str:
+    """A `git apply`-able diff with the file's own line endings kept."""
+    old_lines = io.StringIO(edit.text, newline="").readlines()
+    new_lines = io.StringIO(edit.new.decode(edit.encoding), newline="").readlines()
+    out = []
+    for line in difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}"):
+        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+Edit = Callable[[bytes], SourceEdit]
+
+
+def _apply(path: str, edit: Edit, write: bool, diff: bool) -> FileResult:
+    try:
+        snap = atomic.read_snapshot(path)
+    except OSError as exc:
+        return FileResult(path, Status.SKIPPED, kind="unreadable", reason=exc.strerror or str(exc))
+    try:
+        result = edit(snap.data)
+    except Unsafe as exc:
+        return FileResult(path, Status.SKIPPED, kind=exc.kind, reason=str(exc))
+    if result.new == snap.data:
+        return FileResult(path, Status.UNCHANGED, kept=result.kept)
+    if not snap.writable:
+        return FileResult(path, Status.SKIPPED, result.changed, result.kept, "read-only", "the file is read-only")
+    text = unified_diff(path, result) if diff else ""
+    if not write:
+        return FileResult(path, Status.WOULD_CHANGE, result.changed, result.kept, diff=text)
+    try:
+        atomic.replace(snap, result.new)
+    except atomic.FileChanged:
+        return FileResult(path, Status.SKIPPED, result.changed, result.kept, "changed", "changed since it was read; not overwritten")
+    except OSError as exc:
+        return FileResult(path, Status.SKIPPED, result.changed, result.kept, "unwritable", exc.strerror or str(exc))
+    return FileResult(path, Status.CHANGED, result.changed, result.kept, diff=text)
+
+
+def rewrite_files(
+    sites: Iterable[WrapSite],
+    files_scanned: int,
+    *,
+    write: bool = True,
+    diff: bool = False,
+    settings: WrapSettings = WrapSettings(),
+    errors: Iterable[SourceError] = (),
+) -> RewriteReport:
+    """Apply the plan's new sites (those not `existing`), one file at a time; files the plan does not touch are not opened."""
+    report = RewriteReport("rewrite", write, files_scanned)
+    report.files.extend(FileResult(e.path, Status.SKIPPED, kind="analysis", reason=e.message) for e in errors)
+    by_path: dict[str, list[WrapSite]] = {}
+    for site in sites:
+        if not site.existing:
+            by_path.setdefault(site.path, []).append(site)
+    for path, todo in by_path.items():
+        report.files.append(_apply(path, lambda data, todo=todo: rewrite_source(data, todo, settings), write, diff))
+    return report
+
+
+def undo_files(paths: Iterable[str], *, write: bool = True, diff: bool = False) -> RewriteReport:
+    """Undo rewrite in `paths` (files); files without the wrapper name are counted but not parsed."""
+    report = RewriteReport("undo", write)
+    for path in paths:
+        report.files_scanned += 1
+        report.files.append(_apply(path, undo_source, write, diff))
+    report.files = [f for f in report.files if f.status is not Status.UNCHANGED or f.kept]
+    return report

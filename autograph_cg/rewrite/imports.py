@@ -1,0 +1,211 @@
+"""Where the runtime import goes, how it is added, and how undo takes exactly it away again.
+
+The import joins the first block of third-party/first-party imports at the position isort would give it
+(after plain `import x` lines, among `from` lines by module name) when the block is already sorted, else at
+its end. Without such a block it starts a new one after the standard-library imports, `from __future__`
+imports or the module docstring. Top-level statements only: never inside `if TYPE_CHECKING:` or `try:`.
+Undo inverts the placement from the shape alone (see `remove_import`), and the safety check verifies that.
+"""
+
+from __future__ import annotations
+
+import sys
+from bisect import bisect_right
+from collections.abc import Sequence
+
+import libcst as cst
+
+from autograph_cg.rewrite.shape import IMPORT_LINE, MARKER, RUNTIME_MODULE, WRAPPER
+
+_STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
+
+
+class ImportConflict(Exception):
+    """`CUDAGraphedLayer` already names something else in this module; wrapping would call the wrong thing."""
+
+
+def _dotted(node: cst.BaseExpression | None) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _imports(stmt: cst.CSTNode) -> list[cst.Import | cst.ImportFrom] | None:
+    """The import statements of a line made only of imports, else None."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or not stmt.body:
+        return None
+    if all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+        return list(stmt.body)  # type: ignore[arg-type]
+    return None
+
+
+def _category(node: cst.Import | cst.ImportFrom) -> str:
+    if isinstance(node, cst.ImportFrom):
+        if node.relative:
+            return "local"
+        module = _dotted(node.module)
+    else:
+        module = _dotted(node.names[0].name)
+    return "stdlib" if module.split(".")[0] in _STDLIB else "third"
+
+
+def _sort_key(node: cst.Import | cst.ImportFrom) -> tuple[int, str]:
+    """isort's default order inside a section: plain imports first, then `from` imports, by module name."""
+    if isinstance(node, cst.ImportFrom):
+        return (1, _dotted(node.module).lower())
+    return (0, _dotted(node.names[0].name).lower())
+
+
+def _bound_names(stmt: cst.CSTNode) -> list[tuple[str, str]]:
+    """(name, what binds it) for the top-level bindings of one statement, descending into if/try blocks."""
+    found: list[tuple[str, str]] = []
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.ImportFrom):
+                origin = _dotted(small.module) if not small.relative else "." * len(small.relative) + _dotted(small.module)
+                if isinstance(small.names, cst.ImportStar):
+                    found.append(("*", origin))
+                    continue
+                for alias in small.names:
+                    bound = alias.evaluated_alias or alias.evaluated_name
+                    found.append((bound, f"{origin}.{alias.evaluated_name}"))
+            elif isinstance(small, cst.Import):
+                for alias in small.names:
+                    if alias.asname is not None:
+                        found.append((alias.evaluated_alias or "", f"import {alias.evaluated_name}"))
+            elif isinstance(small, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                found.extend((t.value, "an assignment") for t in targets if isinstance(t, cst.Name))
+    elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+        found.append((stmt.name.value, "a definition"))
+    elif isinstance(stmt, (cst.If, cst.Try)):
+        blocks = [stmt.body] + ([stmt.orelse] if getattr(stmt, "orelse", None) else [])
+        blocks += [h.body for h in getattr(stmt, "handlers", ())]
+        for block in blocks:
+            body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block.body.body
+            for inner in body:
+                found.extend(_bound_names(inner))
+    return found
+
+
+def has_runtime_import(module: cst.Module) -> bool:
+    """True when the wrapper name already refers to our runtime; raises ImportConflict when it refers elsewhere."""
+    ours = False
+    for stmt in module.body:
+        for name, origin in _bound_names(stmt):
+            if name == "*" and origin == RUNTIME_MODULE:
+                ours = True
+            elif name == WRAPPER:
+                if origin != f"{RUNTIME_MODULE}.{WRAPPER}":
+                    raise ImportConflict(f"{WRAPPER} is already bound to {origin} in this module")
+                ours = True
+    return ours
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _groups(body: Sequence[cst.BaseStatement]) -> list[tuple[int, int]]:
+    """[start, end) index ranges of runs of import lines with no blank line or comment between them."""
+    groups: list[tuple[int, int]] = []
+    for i, stmt in enumerate(body):
+        if _imports(stmt) is None:
+            continue
+        if groups and groups[-1][1] == i and not stmt.leading_lines:  # type: ignore[union-attr]
+            groups[-1] = (groups[-1][0], i + 1)
+        else:
+            groups.append((i, i + 1))
+    return groups
+
+
+def _placement(body: Sequence[cst.BaseStatement]) -> tuple[int, str]:
+    """(index to insert at, how): "join" inside a block, "section" as a new block after `index - 1`."""
+    groups = _groups(body)
+    cats = [[_category(n) for i in range(a, b) for n in _imports(body[i]) or ()] for a, b in groups]
+    for (start, end), kinds in zip(groups, cats):
+        if "third" in kinds:
+            keys = [_sort_key((_imports(body[i]) or [])[0]) for i in range(start, end)]
+            if keys == sorted(keys):
+                return start + bisect_right(keys, (1, RUNTIME_MODULE.lower())), "join"
+            return end, "join"
+    first_local = next((g for g, kinds in zip(groups, cats) if "local" in kinds), None)
+    std = [g for g, kinds in zip(groups, cats) if set(kinds) <= {"stdlib"} and (first_local is None or g[0] < first_local[0])]
+    if std:
+        return std[-1][1], "section"
+    if body and _is_docstring(body[0]):
+        return 1, "section"
+    return 0, "join"
+
+
+def _first_use(body: Sequence[cst.BaseStatement]) -> int:
+    """Index of the first top-level statement that mentions the wrapper: the import must come before it."""
+    for i, stmt in enumerate(body):
+        if _imports(stmt) is None and any(
+            isinstance(n, cst.Name) and n.value == WRAPPER for n in _walk(stmt)
+        ):
+            return i
+    return len(body)
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def add_import(module: cst.Module) -> cst.Module:
+    """The module with the marked runtime import inserted (callers check `has_runtime_import` first)."""
+    body = list(module.body)
+    index, how = _placement(body)
+    use = _first_use(body)
+    if use < index:
+        index, how = use, "before"
+    new = cst.parse_statement(IMPORT_LINE)
+    assert isinstance(new, cst.SimpleStatementLine)
+    nxt = body[index] if index < len(body) else None
+    nxt_is_import = nxt is not None and _imports(nxt) is not None
+    if how == "join" and nxt_is_import and (index == 0 or nxt.leading_lines or _imports(body[index - 1]) is None):
+        # First line of a block: take over the block's leading blank lines and comments.
+        new = new.with_changes(leading_lines=nxt.leading_lines)
+        body[index] = nxt.with_changes(leading_lines=())
+    elif how == "section" and not (nxt_is_import and not nxt.leading_lines):
+        new = new.with_changes(leading_lines=(cst.EmptyLine(),))
+    body.insert(index, new)
+    return module.with_changes(body=body)
+
+
+def _is_marked_import(stmt: cst.CSTNode) -> bool:
+    if _imports(stmt) is None or len(stmt.body) != 1:  # type: ignore[union-attr]
+        return False
+    node = stmt.body[0]  # type: ignore[union-attr]
+    comment = stmt.trailing_whitespace.comment  # type: ignore[union-attr]
+    return (
+        isinstance(node, cst.ImportFrom)
+        and not node.relative
+        and _dotted(node.module) == RUNTIME_MODULE
+        and not isinstance(node.names, cst.ImportStar)
+        and [(a.evaluated_name, a.asname) for a in node.names] == [(WRAPPER, None)]
+        and comment is not None
+        and comment.value == MARKER
+    )
+
+
+def remove_import(module: cst.Module) -> tuple[cst.Module, bool]:
+    """Drop the marked import once nothing uses the wrapper name; its blank lines go the way they came."""
+    body = list(module.body)
+    index = next((i for i, s in enumerate(body) if _is_marked_import(s)), None)
+    if index is None or _first_use(body) < len(body):
+        return module, False
+    marked = body.pop(index)
+    nxt = body[index] if index < len(body) else None
+    if marked.leading_lines and nxt is not None and _imports(nxt) is not None and not nxt.leading_lines:
+        body[index] = nxt.with_changes(leading_lines=marked.leading_lines)
+    return module.with_changes(body=body), True

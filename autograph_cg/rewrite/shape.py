@@ -1,0 +1,102 @@
+"""The exact shape of what `rewrite` adds, so that undo and the safety check recognise it and nothing else.
+
+A wrapped site reads `CUDAGraphedLayer(<original call>)`, or `CUDAGraphedLayer(<original call>, num_warmup_steps=3)`
+when settings are passed through; settings are keyword arguments with literal values from `SETTINGS`. The import
+that rewrite adds carries `MARKER`, so undo never removes an import the user wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+
+RUNTIME_MODULE = "autograph_cg.runtime"
+WRAPPER = "CUDAGraphedLayer"
+MARKER = "# autograph-cg: added"
+IMPORT_LINE = f"from {RUNTIME_MODULE} import {WRAPPER}  {MARKER}\n"
+
+# Runtime constructor keywords that rewrite may pass through, with the type of their literal value.
+SETTINGS: dict[str, type] = {"num_warmup_steps": int}
+
+
+@dataclass(frozen=True, slots=True)
+class WrapSettings:
+    """Runtime settings written into every new wrapper; `None` leaves the runtime's default."""
+
+    num_warmup_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_warmup_steps is not None and self.num_warmup_steps < 0:
+            raise ValueError("num_warmup_steps must be >= 0")
+
+    def keywords(self) -> tuple[tuple[str, int], ...]:
+        return tuple((k, v) for k, v in (("num_warmup_steps", self.num_warmup_steps),) if v is not None)
+
+
+def _literal_ok(name: str, value: object) -> bool:
+    kind = SETTINGS.get(name)
+    return kind is not None and type(value) is kind
+
+
+def cst_wrapped_call(node: cst.Call) -> cst.Call | None:
+    """The inner call when `node` has the wrapper's shape, else None."""
+    if not (isinstance(node.func, cst.Name) and node.func.value == WRAPPER) or not node.args:
+        return None
+    first, *rest = node.args
+    if first.keyword is not None or first.star or not isinstance(first.value, cst.Call):
+        return None
+    for arg in rest:
+        if arg.keyword is None or arg.star or not isinstance(arg.value, cst.Integer):
+            return None
+        if not _literal_ok(arg.keyword.value, int(arg.value.value, 0)):
+            return None
+    return first.value
+
+
+def ast_wrapped_call(node: ast.Call) -> ast.Call | None:
+    """The same test on Python's own AST, for the safety check."""
+    if not (isinstance(node.func, ast.Name) and node.func.id == WRAPPER) or len(node.args) != 1:
+        return None
+    inner = node.args[0]
+    if not isinstance(inner, ast.Call):
+        return None
+    for kw in node.keywords:
+        if kw.arg is None or not isinstance(kw.value, ast.Constant) or not _literal_ok(kw.arg, kw.value.value):
+            return None
+    return inner
+
+
+def ast_is_runtime_import(stmt: ast.stmt) -> bool:
+    """`from autograph_cg.runtime import CUDAGraphedLayer`, the statement rewrite adds."""
+    return (
+        isinstance(stmt, ast.ImportFrom)
+        and stmt.module == RUNTIME_MODULE
+        and stmt.level == 0
+        and [(a.name, a.asname) for a in stmt.names] == [(WRAPPER, None)]
+    )
+
+
+def build_wrapper(call: cst.Call, settings: WrapSettings) -> cst.Call:
+    """`CUDAGraphedLayer(call, k=v)`; parentheses around `call` move outside so undo can move them back."""
+    keywords = settings.keywords()
+    no_space = cst.SimpleWhitespace("")
+    inner = call.with_changes(lpar=(), rpar=())
+    args = [cst.Arg(inner, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if keywords else cst.MaybeSentinel.DEFAULT)]
+    for i, (name, value) in enumerate(keywords):
+        last = i == len(keywords) - 1
+        args.append(
+            cst.Arg(
+                cst.Integer(str(value)),
+                keyword=cst.Name(name),
+                equal=cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space),
+                comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+            )
+        )
+    return cst.Call(func=cst.Name(WRAPPER), args=args, lpar=call.lpar, rpar=call.rpar)
+
+
+def unwrap(wrapper: cst.Call, inner: cst.Call) -> cst.Call:
+    """The inverse of `build_wrapper`: the inner call with the wrapper's parentheses given back."""
+    return inner.with_changes(lpar=(*wrapper.lpar, *inner.lpar), rpar=(*inner.rpar, *wrapper.rpar))

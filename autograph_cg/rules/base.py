@@ -56,12 +56,17 @@ class Rule:
     # Declarative matchers.
     ops: tuple[str, ...] = ()  # framework functions `paddle.X`/`torch.X` and tensor methods `.X()` by short name
     methods: tuple[str, ...] = ()  # tensor methods only
-    functions: tuple[str, ...] = ()  # fully qualified framework functions
+    functions: tuple[str, ...] = ()  # fully qualified functions
+    prefixes: tuple[str, ...] = ()  # qualified-name prefixes ("random.", "torch.distributed.")
     builtins: tuple[str, ...] = ()  # Python builtins called with a tensor argument
     guard: Guard | None = None
-    # Structural check for the node types it names.
+    # Structural check for the node types it names, or for one of the walk's hook points:
+    # "self-write" (target `self.x`), "global-write", "subscript-write", "container-mutation", "format-call",
+    # "layer-method" (its `methods` called on a layer, e.g. `self.create_parameter`), "class" (run by the index
+    # once per class), "cross-file" (reported by the eligibility pass).
     check: Check | None = None
     node_types: tuple[type[ast.AST], ...] = ()
+    hook: str = ""
     # Cases: forward bodies (or whole modules when they start with import/from/class) that must fire / must not.
     invalid: tuple[str, ...] = field(default=())
     valid: tuple[str, ...] = field(default=())

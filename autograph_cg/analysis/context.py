@@ -1,0 +1,765 @@
+"""One walk over one function: infer what each value is, run the rules on each node, record the calls.
+
+This is the analyzer's hot path. It walks each node once, in source order, keeping a flat environment of
+local names; rules see the kinds already computed for the sub-expressions of the node they look at.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterable
+
+from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.facts import CallRef, FunctionFacts
+from autograph_cg.analysis.kinds import (
+    BOOL_TENSOR,
+    HOST,
+    LAYER,
+    TENSOR,
+    TENSORS,
+    UNKNOWN,
+    is_tensor,
+    join,
+    maybe_tensor,
+)
+from autograph_cg.findings import Finding, Span
+from autograph_cg.rules.dispatch import DISPATCH
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.scope import ClassScope, ModuleScope
+    from autograph_cg.rules.base import Rule
+
+#: Parameter names that carry host values by convention (sizes, flags, options).
+HOST_PARAM_NAMES = frozenset(
+    {
+        "dim", "axis", "eps", "epsilon", "n", "num", "k", "size", "shape", "dtype", "training", "inplace",
+        "keepdim", "keepdims", "name", "p", "scale", "stride", "padding", "dilation", "groups", "kernel_size",
+        "reduction", "mode", "normalize", "deterministic", "is_causal", "align_corners", "seq_len", "max_len",
+        "head_dim", "device", "place", "layout", "dims", "axes", "perm", "factor", "ratio", "temperature",
+        "top_k", "top_p", "beta", "alpha", "gamma", "momentum", "value", "fill_value", "prefix", "key_name",
+    }
+)  # fmt: skip
+_HOST_PARAM_PREFIXES = ("num_", "n_", "use_", "return_", "is_", "has_", "output_", "enable_", "with_", "do_")
+_HOST_PARAM_SUFFIXES = ("_size", "_dim", "_dims", "_len", "_num", "_eps", "_ratio", "_rate", "_mode", "_name", "_flag")
+_HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "dtype", "device", "Size"})
+_CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"})
+#: Tensor attributes that are tensors themselves.
+_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
+_LAYER_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "running_mean", "running_var", "_mean", "_variance"})
+
+
+def _annotation_kind(annotation: ast.expr | None) -> int | None:
+    if annotation is None:
+        return None
+    text = ast.unparse(annotation) if not isinstance(annotation, ast.Name) else annotation.id
+    if "Tensor" in text:
+        return TENSOR
+    last = text.replace("Optional[", "").rstrip("]").rsplit(".", 1)[-1]
+    if last in _HOST_ANNOTATIONS or text.startswith(("int", "float", "bool", "str", "Tuple[int", "tuple[int", "List[int", "list[int")):
+        return HOST
+    return UNKNOWN
+
+
+def param_kind(arg: ast.arg, default: ast.expr | None) -> int:
+    """Parameters are tensors unless their annotation, default or name says they are host values."""
+    annotated = _annotation_kind(arg.annotation)
+    if annotated is not None:
+        return annotated
+    if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
+        return HOST if isinstance(default, (ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.Dict)) else UNKNOWN
+    name = arg.arg
+    if name in HOST_PARAM_NAMES or name.startswith(_HOST_PARAM_PREFIXES) or name.endswith(_HOST_PARAM_SUFFIXES):
+        return HOST
+    if name in ("cfg", "config", "args", "opts", "options", "kwargs"):
+        return UNKNOWN
+    return TENSOR
+
+
+class FunctionContext:
+    """The state of one function's walk; rules receive it to ask about kinds, names and positions."""
+
+    __slots__ = (
+        "module", "cls", "qualname", "env", "origins", "kinds", "findings", "calls", "writes_self",
+        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests",
+    )  # fmt: skip
+
+    def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str) -> None:
+        self.module = module
+        self.cls = cls
+        self.qualname = qualname
+        self.env: dict[str, int] = {}
+        self.origins: dict[str, str] = {}  # local name -> self attribute it iterates (for `for blk in self.blocks`)
+        self.kinds: dict[int, int] = {}
+        self.findings: list[Finding] = []
+        self.calls: list[CallRef] = []
+        self.writes_self: set[str] = set()
+        self.globals_declared: set[str] = set()
+        self.local_funcs: set[str] = set()
+        self.local_imports: dict[str, str] = {}
+        self._test_depth = 0
+        self.self_tests: list[tuple[str, ast.AST]] = []  # `if self.X:` tests, for per-call state checks
+
+    # ----- what rules ask -----------------------------------------------------------------------------------
+    @property
+    def framework(self) -> str | None:
+        return self.module.framework
+
+    def kind(self, node: ast.AST) -> int:
+        return self.kinds.get(id(node), UNKNOWN)
+
+    def is_tensor(self, node: ast.AST) -> bool:
+        return is_tensor(self.kinds.get(id(node), UNKNOWN))
+
+    def holds_tensor(self, node: ast.AST) -> bool:
+        """A tensor, or a list/tuple literal with a tensor in it (`[b, n, -1]` with `n` a tensor)."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return any(self.holds_tensor(e) for e in node.elts)
+        if isinstance(node, ast.Starred):
+            return self.holds_tensor(node.value)
+        return is_tensor(self.kinds.get(id(node), UNKNOWN))
+
+    def in_test(self) -> bool:
+        """Whether the node being checked is (part of) an if/while/assert/ternary condition."""
+        return self._test_depth > 0
+
+    def qualify(self, node: ast.expr) -> str | None:
+        """The qualified name of a dotted reference to an import or module-level definition, else None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        name = node.id
+        if name in self.env and name not in self.local_imports:
+            return None
+        base = self.local_imports.get(name) or self.module.qualify_name(name)
+        if base is None:
+            return None
+        if parts:
+            parts.reverse()
+            return base + "." + ".".join(parts)
+        return base
+
+    def report(self, rule: Rule, node: ast.AST, detail: str = "") -> None:
+        if self.module.framework is not None and self.module.framework not in rule.frameworks:
+            return
+        span = self.module.span(node)
+        self.findings.append(
+            Finding(
+                path=self.module.path,
+                span=span,
+                code=rule.code,
+                message=rule.message.format(detail=detail) if "{detail}" in rule.message else rule.message,
+                function=self.qualname,
+                source_line=self.module.line_text(span.line),
+            )
+        )
+
+    def _run(self, rules: Iterable[Rule], node: ast.AST) -> None:
+        """Structural rules (node types, hooks) report what their check yields."""
+        for rule in rules:
+            if rule.check is not None:
+                for hit, text in rule.check(self, node):
+                    self.report(rule, hit, text)
+
+    def _match(self, rules: Iterable[Rule], node: ast.Call, detail: str) -> None:
+        """Rules that matched a call by name report it when their guard agrees."""
+        for rule in rules:
+            if rule.guard is None or rule.guard(self, node):
+                self.report(rule, node, detail)
+
+    # ----- the walk -------------------------------------------------------------------------------------------
+    def run(self, func: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> FunctionFacts:
+        self.bind_params(func.args, is_method)
+        self.body(func.body)
+        return FunctionFacts(
+            name=func.name,
+            qualname=self.qualname,
+            line=func.lineno,
+            calls=tuple(self.calls),
+            findings=tuple(self.findings),
+            writes_self=tuple(sorted(self.writes_self)),
+        )
+
+    def bind_params(self, args: ast.arguments, is_method: bool) -> None:
+        positional = args.posonlyargs + args.args
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        for index, (arg, default) in enumerate(zip(positional, defaults)):
+            if index == 0 and is_method:
+                self.env[arg.arg] = LAYER if arg.arg == "self" else UNKNOWN
+                continue
+            self.env[arg.arg] = param_kind(arg, default)
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            self.env[arg.arg] = param_kind(arg, default)
+        if args.vararg:
+            self.env[args.vararg.arg] = TENSORS
+        if args.kwarg:
+            self.env[args.kwarg.arg] = UNKNOWN
+
+    def body(self, statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            handler = _STATEMENTS.get(type(statement))
+            if handler is not None:
+                handler(self, statement)
+            else:
+                self.generic(statement)
+
+    def generic(self, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+            elif isinstance(child, ast.stmt):
+                self.body([child])
+            else:
+                self.generic(child)
+
+    def expr(self, node: ast.expr) -> int:
+        handler = _EXPRESSIONS.get(type(node))
+        kind = handler(self, node) if handler is not None else self._expr_generic(node)
+        self.kinds[id(node)] = kind
+        rules = DISPATCH.nodes.get(type(node))
+        if rules:
+            self._run(rules, node)
+        return kind
+
+    def test(self, node: ast.expr) -> int:
+        self._test_depth += 1
+        try:
+            kind = self.expr(node)
+        finally:
+            self._test_depth -= 1
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            self.self_tests.append((node.attr, node))
+        return kind
+
+    def _expr_generic(self, node: ast.expr) -> int:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+            elif isinstance(child, ast.comprehension):
+                self._comprehension(child)
+        return UNKNOWN
+
+    # ----- names and binding ----------------------------------------------------------------------------------
+    def bind(self, target: ast.expr, kind: int, value: ast.expr | None) -> None:
+        t = type(target)
+        if t is ast.Name:
+            name = target.id  # type: ignore[attr-defined]
+            self.env[name] = kind
+            self.origins.pop(name, None)
+            self.local_imports.pop(name, None)
+            if name in self.globals_declared:
+                self._run(DISPATCH.global_writes, target)
+        elif t is ast.Tuple or t is ast.List:
+            elts = target.elts  # type: ignore[attr-defined]
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elts):
+                for sub, val in zip(elts, value.elts):
+                    self.bind(sub, self.kinds.get(id(val), UNKNOWN), val)
+                return
+            element = TENSOR if kind in (TENSOR, TENSORS, BOOL_TENSOR) else HOST if kind == HOST else UNKNOWN
+            for sub in elts:
+                self.bind(sub.value if isinstance(sub, ast.Starred) else sub, element, None)
+        elif t is ast.Attribute:
+            self.expr(target.value)  # type: ignore[attr-defined]
+            if isinstance(target.value, ast.Name) and target.value.id == "self":  # type: ignore[attr-defined]
+                self.writes_self.add(target.attr)  # type: ignore[attr-defined]
+                self._run(DISPATCH.self_writes, target)
+        elif t is ast.Subscript:
+            self.expr(target.value)  # type: ignore[attr-defined]
+            self.expr(target.slice)  # type: ignore[attr-defined]
+            self._run(DISPATCH.subscript_writes, target)
+        elif t is ast.Starred:
+            self.bind(target.value, TENSORS if kind == TENSORS else kind, None)  # type: ignore[attr-defined]
+
+    def _comprehension(self, comp: ast.comprehension) -> None:
+        iter_kind = self.expr(comp.iter)
+        self.bind(comp.target, self._element_kind(comp.iter, iter_kind), None)
+        self._note_origin(comp.target, comp.iter)
+        for condition in comp.ifs:
+            self.test(condition)
+
+    def _element_kind(self, iterable: ast.expr, kind: int) -> int:
+        if kind in (TENSOR, TENSORS, BOOL_TENSOR):
+            return TENSOR
+        if kind == LAYER:
+            return LAYER
+        if kind == HOST:
+            return HOST
+        return UNKNOWN
+
+    def _note_origin(self, target: ast.expr, iterable: ast.expr) -> None:
+        """`for blk in self.blocks` (or `enumerate(self.blocks)`): calling `blk` calls the container's items."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
+            if iterable.func.id in ("enumerate", "reversed") and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                if iterable.func.id == "enumerate":
+                    self.bind(target.elts[0], HOST, None)
+                    self.bind(target.elts[1], self._element_kind(iterable.args[0], self.kind(iterable.args[0])), None)
+                    target = target.elts[1]
+                iterable = iterable.args[0]
+            elif iterable.func.id == "reversed":
+                iterable = iterable.args[0]
+        attr = self._self_attr(iterable)
+        if attr and isinstance(target, ast.Name):
+            self.origins[target.id] = attr
+            self.env[target.id] = LAYER
+
+    @staticmethod
+    def _self_attr(node: ast.expr) -> str | None:
+        """`self.X`, `self.X[...]`, `self.X.values()` -> "X"."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("values", "children"):
+            node = node.func.value
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return node.attr
+        return None
+
+    # ----- calls ------------------------------------------------------------------------------------------------
+    def call(self, node: ast.Call) -> int:
+        tensor_in = False
+        for arg in node.args:
+            k = self.expr(arg)
+            if k != HOST and k != UNKNOWN:
+                tensor_in = tensor_in or k != LAYER
+        for keyword in node.keywords:
+            k = self.expr(keyword.value)
+            if k != HOST and k != UNKNOWN:
+                tensor_in = tensor_in or k != LAYER
+        func = node.func
+        ftype = type(func)
+        if ftype is ast.Name:
+            return self._call_name(node, func.id, tensor_in)  # type: ignore[attr-defined]
+        if ftype is ast.Attribute:
+            qual = self.qualify(func)  # type: ignore[arg-type]
+            if qual is not None:
+                return self._call_qualified(node, qual, tensor_in)
+            return self._call_method(node, func, tensor_in)  # type: ignore[arg-type]
+        callee = self.expr(func)  # type: ignore[arg-type]
+        if callee == LAYER:
+            attr = self._self_attr(func)  # type: ignore[arg-type]
+            if attr:
+                self._record("self", attr, node, func)
+            return TENSOR
+        if tensor_in:
+            self._record("unresolved", "", node, func)
+            return TENSOR
+        return UNKNOWN
+
+    def _record(self, kind: str, target: str, node: ast.Call, func: ast.expr) -> None:
+        self.calls.append(CallRef(kind, target, self.module.span(node), self.module.snippet(func)))
+
+    def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
+        if name in self.env or name in self.local_funcs:
+            if name in self.local_funcs:
+                return TENSOR if tensor_in else UNKNOWN
+            origin = self.origins.get(name)
+            if origin is not None:
+                self._record("self", origin, node, node.func)
+                return TENSOR
+            if tensor_in:
+                self._record("unresolved", "", node, node.func)
+                return TENSOR
+            return UNKNOWN
+        qual = self.local_imports.get(name) or self.module.qualify_name(name)
+        if qual is not None:
+            return self._call_qualified(node, qual, tensor_in)
+        if name == "super":
+            return LAYER
+        rules = DISPATCH.builtins.get(name)
+        if rules:
+            self._match(rules, node, name + "()")
+        if name in fw.TENSOR_BUILTINS and tensor_in:
+            return TENSOR
+        if name in ("list", "tuple", "sorted", "reversed") and node.args and maybe_tensor(self.kind(node.args[0])):
+            return TENSORS if self.kind(node.args[0]) != UNKNOWN else UNKNOWN
+        if name in fw.HOST_BUILTINS:
+            return HOST
+        if tensor_in:
+            self._record("unresolved", "", node, node.func)
+            return TENSOR
+        return UNKNOWN
+
+    def _call_qualified(self, node: ast.Call, qual: str, tensor_in: bool) -> int:
+        root, _, rest = qual.partition(".")
+        short = qual.rsplit(".", 1)[-1]
+        rules = DISPATCH.functions.get(qual)
+        detail = self.module.snippet(node.func) + "()"
+        if rules:
+            self._match(rules, node, detail)
+        for prefix, prefixed in DISPATCH.prefixes:
+            if qual.startswith(prefix):
+                self._match(prefixed, node, detail)
+        if root in fw.FRAMEWORKS:
+            op_rules = DISPATCH.ops.get(short)
+            if op_rules:
+                self._match(op_rules, node, detail)
+            if short in fw.HOST_FUNCTIONS:
+                return HOST
+            if short in fw.SEQUENCE_FUNCTIONS:
+                return TENSORS
+            return TENSOR
+        if root in DISPATCH.external_roots:
+            return HOST if not tensor_in else UNKNOWN
+        if tensor_in or short[:1].isupper():
+            self._record("name", qual, node, node.func)
+        return TENSOR if tensor_in else UNKNOWN
+
+    def _call_method(self, node: ast.Call, func: ast.Attribute, tensor_in: bool) -> int:
+        receiver = func.value
+        method = func.attr
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            self.expr(receiver)
+            self._record("super", method, node, func)
+            return TENSOR
+        recv = self.expr(receiver)
+        if recv == LAYER:
+            rules = DISPATCH.layer_methods.get(method)
+            if rules:
+                self._match(rules, node, "." + method + "()")
+            if isinstance(receiver, ast.Name) and receiver.id == "self":
+                self._record("self", method, node, func)
+                return TENSOR
+            attr = self._self_attr(receiver)
+            if attr:
+                self._record("self-attr", attr + "." + method, node, func)
+                return TENSOR
+            origin = self.origins.get(receiver.id) if isinstance(receiver, ast.Name) else None
+            if origin:
+                self._record("self-attr", origin + "." + method, node, func)
+            return TENSOR
+        if recv == HOST:
+            if method in _CONTAINER_MUTATORS:
+                self._run(DISPATCH.container_mutations, node)
+            elif method == "format":
+                self._match(DISPATCH.format_calls, node, ".format()")
+            return HOST
+        rules = DISPATCH.methods.get(method)
+        if rules and maybe_tensor(recv):
+            self._match(rules, node, "." + method + "()")
+        rules = DISPATCH.op_methods.get(method)
+        if rules and is_tensor(recv):
+            self._match(rules, node, "." + method + "()")
+        if method in _CONTAINER_MUTATORS:
+            self._run(DISPATCH.container_mutations, node)
+        framework = self.module.framework or "torch"
+        if method in fw.HOST_METHODS[framework]:
+            return HOST
+        if method in fw.SEQUENCE_FUNCTIONS and is_tensor(recv):
+            return TENSORS
+        if is_tensor(recv) or recv == TENSORS:
+            return TENSOR
+        return TENSOR if tensor_in else UNKNOWN
+
+
+# ----- expression handlers ----------------------------------------------------------------------------------------
+def _name(ctx: FunctionContext, node: ast.Name) -> int:
+    kind = ctx.env.get(node.id)
+    if kind is not None:
+        return kind
+    return ctx.module.global_kind(node.id)
+
+
+def _constant(ctx: FunctionContext, node: ast.Constant) -> int:
+    return HOST
+
+
+def _attribute(ctx: FunctionContext, node: ast.Attribute) -> int:
+    base = ctx.expr(node.value)
+    attr = node.attr
+    if base == LAYER:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            return ctx.cls.attr_kind(attr) if ctx.cls is not None else UNKNOWN
+        return TENSOR if attr in _LAYER_TENSOR_ATTRIBUTES else HOST if attr in fw.HOST_ATTRIBUTES else UNKNOWN
+    if attr in fw.HOST_ATTRIBUTES or base == HOST:
+        return HOST
+    if is_tensor(base):
+        return TENSOR if attr in _TENSOR_ATTRIBUTES else UNKNOWN
+    if base == UNKNOWN and ctx.qualify(node) is None:
+        return UNKNOWN
+    return UNKNOWN
+
+
+def _subscript(ctx: FunctionContext, node: ast.Subscript) -> int:
+    base = ctx.expr(node.value)
+    ctx.expr(node.slice)
+    if base == HOST:
+        return HOST
+    if base == LAYER:
+        return LAYER
+    if is_tensor(base) or base == TENSORS:
+        return TENSOR
+    return UNKNOWN
+
+
+def _binop(ctx: FunctionContext, node: ast.BinOp) -> int:
+    left = ctx.expr(node.left)
+    right = ctx.expr(node.right)
+    if left == BOOL_TENSOR and right == BOOL_TENSOR and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return BOOL_TENSOR
+    if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        return HOST
+    return join(left, right)
+
+
+def _unaryop(ctx: FunctionContext, node: ast.UnaryOp) -> int:
+    operand = ctx.expr(node.operand)
+    if isinstance(node.op, ast.Not):
+        return HOST
+    return operand
+
+
+def _boolop(ctx: FunctionContext, node: ast.BoolOp) -> int:
+    kind = HOST
+    for value in node.values:
+        kind = join(kind, ctx.expr(value))
+    return kind
+
+
+def _compare(ctx: FunctionContext, node: ast.Compare) -> int:
+    kinds = [ctx.expr(node.left)] + [ctx.expr(c) for c in node.comparators]
+    if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+        return HOST
+    if any(is_tensor(k) for k in kinds):
+        return BOOL_TENSOR
+    if all(k == HOST for k in kinds):
+        return HOST
+    return UNKNOWN
+
+
+def _ifexp(ctx: FunctionContext, node: ast.IfExp) -> int:
+    ctx.test(node.test)
+    return join(ctx.expr(node.body), ctx.expr(node.orelse))
+
+
+def _sequence(ctx: FunctionContext, node: ast.Tuple | ast.List | ast.Set) -> int:
+    kinds = [ctx.expr(e) for e in node.elts]
+    if kinds and all(is_tensor(k) for k in kinds):
+        return TENSORS
+    if all(k == HOST for k in kinds):
+        return HOST
+    return UNKNOWN
+
+
+def _dict(ctx: FunctionContext, node: ast.Dict) -> int:
+    for key in node.keys:
+        if key is not None:
+            ctx.expr(key)
+    for value in node.values:
+        ctx.expr(value)
+    return UNKNOWN
+
+
+def _comprehension_expr(ctx: FunctionContext, node: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> int:
+    for generator in node.generators:
+        ctx._comprehension(generator)
+    element = ctx.expr(node.elt)
+    return TENSORS if is_tensor(element) else HOST if element == HOST else UNKNOWN
+
+
+def _dictcomp(ctx: FunctionContext, node: ast.DictComp) -> int:
+    for generator in node.generators:
+        ctx._comprehension(generator)
+    ctx.expr(node.key)
+    ctx.expr(node.value)
+    return UNKNOWN
+
+
+def _lambda(ctx: FunctionContext, node: ast.Lambda) -> int:
+    ctx.bind_params(node.args, is_method=False)
+    ctx.expr(node.body)
+    return UNKNOWN
+
+
+def _joinedstr(ctx: FunctionContext, node: ast.JoinedStr) -> int:
+    for value in node.values:
+        if isinstance(value, ast.FormattedValue):
+            ctx.expr(value.value)
+            if value.format_spec is not None:
+                ctx.expr(value.format_spec)
+    return HOST
+
+
+def _slice(ctx: FunctionContext, node: ast.Slice) -> int:
+    kind = HOST
+    for part in (node.lower, node.upper, node.step):
+        if part is not None:
+            kind = join(kind, ctx.expr(part))
+    return kind
+
+
+def _starred(ctx: FunctionContext, node: ast.Starred) -> int:
+    return ctx.expr(node.value)
+
+
+def _namedexpr(ctx: FunctionContext, node: ast.NamedExpr) -> int:
+    kind = ctx.expr(node.value)
+    ctx.bind(node.target, kind, node.value)
+    return kind
+
+
+_EXPRESSIONS = {
+    ast.Name: _name,
+    ast.Constant: _constant,
+    ast.Attribute: _attribute,
+    ast.Subscript: _subscript,
+    ast.Call: FunctionContext.call,
+    ast.BinOp: _binop,
+    ast.UnaryOp: _unaryop,
+    ast.BoolOp: _boolop,
+    ast.Compare: _compare,
+    ast.IfExp: _ifexp,
+    ast.Tuple: _sequence,
+    ast.List: _sequence,
+    ast.Set: _sequence,
+    ast.Dict: _dict,
+    ast.ListComp: _comprehension_expr,
+    ast.GeneratorExp: _comprehension_expr,
+    ast.SetComp: _comprehension_expr,
+    ast.DictComp: _dictcomp,
+    ast.Lambda: _lambda,
+    ast.JoinedStr: _joinedstr,
+    ast.Slice: _slice,
+    ast.Starred: _starred,
+    ast.NamedExpr: _namedexpr,
+}
+
+
+# ----- statement handlers -------------------------------------------------------------------------------------------
+def _expr_stmt(ctx: FunctionContext, node: ast.Expr) -> None:
+    ctx.expr(node.value)
+
+
+def _assign(ctx: FunctionContext, node: ast.Assign) -> None:
+    kind = ctx.expr(node.value)
+    for target in node.targets:
+        ctx.bind(target, kind, node.value)
+
+
+def _annassign(ctx: FunctionContext, node: ast.AnnAssign) -> None:
+    if node.value is not None:
+        kind = ctx.expr(node.value)
+        annotated = _annotation_kind(node.annotation)
+        ctx.bind(node.target, annotated if annotated is not None and annotated != UNKNOWN else kind, node.value)
+
+
+def _augassign(ctx: FunctionContext, node: ast.AugAssign) -> None:
+    value = ctx.expr(node.value)
+    target = node.target
+    if isinstance(target, ast.Name):
+        current = ctx.env.get(target.id, ctx.module.global_kind(target.id))
+        ctx.bind(target, join(current, value), node.value)
+    else:
+        ctx.bind(target, value, None)
+
+
+def _if(ctx: FunctionContext, node: ast.If) -> None:
+    ctx.test(node.test)
+    rules = DISPATCH.nodes.get(ast.If)
+    if rules:
+        ctx._run(rules, node)
+    ctx.body(node.body)
+    ctx.body(node.orelse)
+
+
+def _while(ctx: FunctionContext, node: ast.While) -> None:
+    ctx.test(node.test)
+    rules = DISPATCH.nodes.get(ast.While)
+    if rules:
+        ctx._run(rules, node)
+    ctx.body(node.body)
+    ctx.body(node.orelse)
+
+
+def _assert(ctx: FunctionContext, node: ast.Assert) -> None:
+    ctx.test(node.test)
+    if node.msg is not None:
+        ctx.expr(node.msg)
+    rules = DISPATCH.nodes.get(ast.Assert)
+    if rules:
+        ctx._run(rules, node)
+
+
+def _for(ctx: FunctionContext, node: ast.For | ast.AsyncFor) -> None:
+    kind = ctx.expr(node.iter)
+    ctx.bind(node.target, ctx._element_kind(node.iter, kind), None)
+    ctx._note_origin(node.target, node.iter)
+    ctx.body(node.body)
+    ctx.body(node.orelse)
+
+
+def _with(ctx: FunctionContext, node: ast.With | ast.AsyncWith) -> None:
+    for item in node.items:
+        ctx.expr(item.context_expr)
+        if item.optional_vars is not None:
+            ctx.bind(item.optional_vars, UNKNOWN, None)
+    ctx.body(node.body)
+
+
+def _try(ctx: FunctionContext, node: ast.Try) -> None:
+    ctx.body(node.body)
+    for handler in node.handlers:
+        if handler.type is not None:
+            ctx.expr(handler.type)
+        if handler.name:
+            ctx.env[handler.name] = HOST
+        ctx.body(handler.body)
+    ctx.body(node.orelse)
+    ctx.body(node.finalbody)
+
+
+def _return(ctx: FunctionContext, node: ast.Return) -> None:
+    if node.value is not None:
+        ctx.expr(node.value)
+
+
+def _global(ctx: FunctionContext, node: ast.Global) -> None:
+    ctx.globals_declared.update(node.names)
+
+
+def _funcdef(ctx: FunctionContext, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """A closure (e.g. for recompute): walked as part of its enclosing function."""
+    for decorator in node.decorator_list:
+        ctx.expr(decorator)
+    ctx.local_funcs.add(node.name)
+    ctx.bind_params(node.args, is_method=False)
+    ctx.body(node.body)
+
+
+def _import(ctx: FunctionContext, node: ast.Import | ast.ImportFrom) -> None:
+    for alias, qual in ctx.module.import_bindings(node):
+        ctx.env.pop(alias, None)
+        ctx.local_imports[alias] = qual
+
+
+def _nothing(ctx: FunctionContext, node: ast.stmt) -> None:
+    return None
+
+
+_STATEMENTS = {
+    ast.Expr: _expr_stmt,
+    ast.Assign: _assign,
+    ast.AnnAssign: _annassign,
+    ast.AugAssign: _augassign,
+    ast.If: _if,
+    ast.While: _while,
+    ast.Assert: _assert,
+    ast.For: _for,
+    ast.AsyncFor: _for,
+    ast.With: _with,
+    ast.AsyncWith: _with,
+    ast.Try: _try,
+    ast.Return: _return,
+    ast.Global: _global,
+    ast.Nonlocal: _nothing,
+    ast.FunctionDef: _funcdef,
+    ast.AsyncFunctionDef: _funcdef,
+    ast.ClassDef: _nothing,
+    ast.Import: _import,
+    ast.ImportFrom: _import,
+    ast.Pass: _nothing,
+    ast.Break: _nothing,
+    ast.Continue: _nothing,
+}
+if hasattr(ast, "TryStar"):
+    _STATEMENTS[ast.TryStar] = _try  # type: ignore[attr-defined]

@@ -1,0 +1,396 @@
+"""One file in, its facts out: one parse, one walk per function, the sublayers each `__init__` builds.
+
+Pure: no file system access, nothing imported or executed from the analyzed code.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.context import FunctionContext, param_kind
+from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
+from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
+from autograph_cg.analysis.scope import ClassScope, ModuleScope
+from autograph_cg.analysis.suppressions import scan
+
+from autograph_cg.rules.registry import RULES
+
+WRAPPER = "CUDAGraphedLayer"
+_TENSOR_FACTORIES = frozenset(
+    {"create_parameter", "Parameter", "zeros", "ones", "full", "empty", "randn", "rand", "arange", "eye", "tensor",
+     "to_tensor", "zeros_like", "ones_like", "linspace", "tril", "triu", "ParamAttr"}
+)  # fmt: skip
+
+
+def index_source(path: str, module: str, is_package: bool, text: str, tree: ast.Module | None = None) -> ModuleFacts:
+    """Facts of one file. Raises SyntaxError (and ValueError for NUL bytes) like `ast.parse`."""
+    if tree is None:
+        tree = ast.parse(text, filename=path)
+    scope = ModuleScope(path, module, is_package, text, tree)
+    if "autograph-cg:" in text:
+        scope.suppressions = scan(scope.lines)
+    classes: dict[str, ClassFacts] = {}
+    functions: dict[str, FunctionFacts] = {}
+    module_sites: list[SiteFacts] = []
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef):
+            facts = _class(scope, statement)
+            classes[statement.name] = facts
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            ctx = FunctionContext(scope, None, statement.name)
+            functions[statement.name] = _suppressed(scope, ctx.run(statement, is_method=False))
+            module_sites.extend(SiteCollector(scope, None, statement).plain_sites(statement.body))
+        else:
+            module_sites.extend(SiteCollector(scope, None, None).plain_sites([statement]))
+    return ModuleFacts(
+        path=path,
+        module=module,
+        framework=scope.framework,
+        imports=scope.imports,
+        classes=classes,
+        functions=functions,
+        sites=tuple(module_sites),
+        lines=text.count("\n") + 1,
+    )
+
+
+def _suppressed(scope: ModuleScope, facts: FunctionFacts) -> FunctionFacts:
+    if not scope.suppressions.ignores or not facts.findings:
+        return facts
+    kept = tuple(
+        f for f in facts.findings if not scope.suppressions.ignored(f.span.line, f.span.end_line, f.code, RULES[f.code].name)
+    )
+    if len(kept) == len(facts.findings):
+        return facts
+    return FunctionFacts(facts.name, facts.qualname, facts.line, facts.calls, kept, facts.writes_self)
+
+
+def _is_skipped(scope: ModuleScope, node: ast.ClassDef) -> bool:
+    lines = [node.lineno] + [d.lineno for d in node.decorator_list]
+    return any(scope.suppressions.skipped(line) for line in lines)
+
+
+def _class(scope: ModuleScope, node: ast.ClassDef) -> ClassFacts:
+    qualname = f"{scope.module}.{node.name}"
+    cls = ClassScope(qualname)
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
+        s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    collector = SiteCollector(scope, cls, methods.get("__init__"), methods)
+    sites = collector.init_sites()
+    method_facts: dict[str, FunctionFacts] = {}
+    contexts: list[FunctionContext] = []
+    for name, method in methods.items():
+        if name == "__init__" or name in collector.visited:
+            continue
+        decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in method.decorator_list}
+        ctx = FunctionContext(scope, cls, f"{node.name}.{name}")
+        method_facts[name] = ctx.run(method, is_method="staticmethod" not in decorators)
+        contexts.append(ctx)
+    _per_call_state(scope, contexts, method_facts)
+    bases = []
+    for base in node.bases:
+        qual = _dotted(scope, base)
+        bases.append(qual if qual is not None else ast.unparse(base))
+    return ClassFacts(
+        name=node.name,
+        qualname=qualname,
+        line=node.lineno,
+        bases=tuple(bases),
+        methods={name: _suppressed(scope, facts) for name, facts in method_facts.items()},
+        sites=tuple(sites),
+        attr_classes={k: tuple(v) for k, v in collector.attr_classes.items()},
+        attr_defaults=dict(collector.attr_defaults),
+        skipped=_is_skipped(scope, node),
+    )
+
+
+def _per_call_state(scope: ModuleScope, contexts: list[FunctionContext], facts: dict[str, FunctionFacts]) -> None:
+    """AG504: a condition on `self.X` where some method other than `__init__` assigns `self.X`."""
+    written = set().union(*(ctx.writes_self for ctx in contexts)) if contexts else set()
+    rule = RULES["AG504"]
+    for ctx in contexts:
+        before = len(ctx.findings)
+        for attr, node in ctx.self_tests:
+            if attr in written and attr != "training":
+                ctx.report(rule, node, attr)
+        if len(ctx.findings) != before:
+            name = ctx.qualname.rsplit(".", 1)[-1]
+            old = facts[name]
+            facts[name] = FunctionFacts(old.name, old.qualname, old.line, old.calls, tuple(ctx.findings), old.writes_self)
+
+
+def _dotted(scope: ModuleScope, node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    base = scope.qualify_name(node.id)
+    if base is None:
+        return None
+    return ".".join([base, *reversed(parts)])
+
+
+class SiteCollector:
+    """Finds the layers a class builds (`self.x = Cls(...)`, containers, lists appended in loops)."""
+
+    def __init__(
+        self,
+        scope: ModuleScope,
+        cls: ClassScope | None,
+        func: ast.FunctionDef | ast.AsyncFunctionDef | None,
+        methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+    ) -> None:
+        self.scope = scope
+        self.cls = cls
+        self.func = func
+        self.methods = methods or {}
+        self.visited: set[str] = set()
+        self.sites: list[SiteFacts] = []
+        self.lists: dict[str, list[tuple[ast.Call, bool]]] = {}  # local list var -> (constructor call, existing)
+        self.attr_classes: dict[str, list[str]] = {}
+        self.attr_defaults: dict[str, str] = {}
+        self.params: dict[str, ast.expr | None] = {}
+        self.param_kinds: dict[str, int] = {}
+        self._skip_line = False
+
+    # ----- entry points ------------------------------------------------------------------------------------------
+    def init_sites(self) -> list[SiteFacts]:
+        if self.func is None:
+            return []
+        self._walk_method(self.func)
+        return self.sites
+
+    def plain_sites(self, statements: list[ast.stmt]) -> list[SiteFacts]:
+        """Constructions of classes outside any class (`model = Net(cfg)`); only class-like names."""
+        for statement in statements:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Call):
+                    cls = self._callee(node)
+                    if cls and cls.rsplit(".", 1)[-1][:1].isupper() and not fw.is_framework(cls):
+                        if cls.endswith(WRAPPER):
+                            continue
+                        target = self._assigned_name(statement, node)
+                        existing = self._is_wrapped(statement, node)
+                        self.sites.append(self._site(node, cls, "", target, "", existing, statement))
+        return self.sites
+
+    # ----- walking __init__ and the methods it calls -------------------------------------------------------------
+    def _walk_method(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.visited.add(func.name)
+        args = func.args
+        positional = args.posonlyargs + args.args
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        for arg, default in list(zip(positional[1:], defaults[1:])) + list(zip(args.kwonlyargs, args.kw_defaults)):
+            self.params[arg.arg] = default
+            self.param_kinds[arg.arg] = param_kind(arg, default)
+        self._statements(func.body)
+
+    def _statements(self, statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            self._skip_line = self.scope.suppressions.skipped(statement.lineno)
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    self._assign(target, statement.value, statement)
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                self._assign(statement.target, statement.value, statement)
+            elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+                self._extend_list(statement.target.id, statement.value)
+            elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+                self._call_statement(statement.value, statement)
+            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+                for block in ("body", "orelse", "finalbody"):
+                    self._statements(getattr(statement, block, []) or [])
+                for handler in getattr(statement, "handlers", []):
+                    self._statements(handler.body)
+
+    def _assign(self, target: ast.expr, value: ast.expr, statement: ast.stmt) -> None:
+        attr = _self_attr(target)
+        if attr is not None:
+            self._assign_attr(attr, value, statement)
+        elif isinstance(target, ast.Name):
+            items = self._items(value, statement)
+            if items is not None:
+                self.lists[target.id] = items
+            elif isinstance(value, ast.Call) and self._container(value) and not value.args:
+                self.lists[target.id] = []
+        elif isinstance(target, ast.Subscript) and _self_attr(target.value) is not None:
+            attr = _self_attr(target.value)
+            self._constructed(value, attr or "", f"self.{attr}[*]", "dict", statement)
+
+    def _assign_attr(self, attr: str, value: ast.expr, statement: ast.stmt) -> None:
+        kind = UNKNOWN
+        if isinstance(value, ast.Call):
+            callee = self._callee(value)
+            if callee is not None and callee.endswith(WRAPPER) and value.args and isinstance(value.args[0], ast.Call):
+                self._record_class(attr, self._callee(value.args[0]))
+                self.sites.append(self._site(value.args[0], self._callee(value.args[0]) or "", attr, f"self.{attr}", "", True, statement))
+                kind = LAYER
+            elif self._container(value):
+                container = callee or ""
+                for call, existing in self._items_of_container(value, statement):
+                    cls = self._callee(call) or ""
+                    self._record_class(attr, cls)
+                    self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", container, existing, statement))
+                kind = LAYER
+            elif isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
+                method = value.func.attr
+                if method in ("create_parameter", "register_buffer", "register_parameter"):
+                    kind = TENSOR
+                elif method in self.methods and method not in self.visited:
+                    before = len(self.sites)
+                    self._walk_method(self.methods[method])
+                    for site in self.sites[before:]:
+                        self._record_class(attr, site.cls)
+                    kind = LAYER if len(self.sites) > before else UNKNOWN
+            elif isinstance(value.func, ast.Name) and value.func.id in self.params:
+                default = self.params[value.func.id]
+                qual = _dotted(self.scope, default) if default is not None else None
+                if qual is not None:
+                    self.attr_defaults[attr] = qual
+                kind = LAYER
+            elif callee is not None:
+                short = callee.rsplit(".", 1)[-1]
+                if short in _TENSOR_FACTORIES and fw.is_framework(callee):
+                    kind = TENSOR
+                elif short[:1].isupper():
+                    self._record_class(attr, callee)
+                    self.sites.append(self._site(value, callee, attr, f"self.{attr}", "", False, statement))
+                    kind = LAYER
+        elif isinstance(value, ast.Name) and value.id in self.lists:
+            for call, existing in self.lists[value.id]:
+                cls = self._callee(call) or ""
+                self._record_class(attr, cls)
+                self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", "list", existing, statement))
+            kind = LAYER
+        elif isinstance(value, ast.Name) and value.id in self.params:
+            kind = self.param_kinds.get(value.id, UNKNOWN)
+            if kind == TENSOR:
+                kind = UNKNOWN
+        elif isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)):
+            kind = HOST
+        elif isinstance(value, (ast.Attribute, ast.Name)):
+            qual = _dotted(self.scope, value)
+            if qual is not None:
+                self._record_class(attr, qual)
+        if self.cls is not None:
+            self.cls.set(attr, kind)
+
+    def _call_statement(self, call: ast.Call, statement: ast.stmt) -> None:
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return
+        owner = func.value
+        if isinstance(owner, ast.Name) and owner.id in self.lists and func.attr in ("append", "extend", "insert"):
+            value = call.args[-1] if call.args else None
+            if value is not None:
+                self._extend_list(owner.id, value if func.attr != "append" else ast.List(elts=[value]))
+            return
+        attr = _self_attr(owner)
+        if attr is not None and func.attr in ("append", "extend", "insert") and call.args:
+            self._constructed(call.args[-1], attr, f"self.{attr}[*]", "list", statement)
+            if self.cls is not None:
+                self.cls.set(attr, LAYER)
+            return
+        if isinstance(owner, ast.Name) and owner.id == "self" and func.attr in ("add_sublayer", "add_module", "register_module"):
+            if len(call.args) >= 2:
+                name = call.args[0]
+                attr = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else ""
+                self._constructed(call.args[1], attr, f"self.{attr}" if attr else "self.<added>", "", statement)
+                if attr and self.cls is not None:
+                    self.cls.set(attr, LAYER)
+
+    def _constructed(self, value: ast.expr, attr: str, target: str, container: str, statement: ast.stmt) -> None:
+        items = self._items(value, statement) if not isinstance(value, ast.Call) else [self._unwrap(value)]
+        for call, existing in items or []:
+            cls = self._callee(call) or ""
+            if attr:
+                self._record_class(attr, cls)
+            self.sites.append(self._site(call, cls, attr, target, container, existing, statement))
+
+    def _extend_list(self, name: str, value: ast.expr) -> None:
+        if name in self.lists:
+            self.lists[name].extend(self._items(value, None) or [])
+
+    # ----- expressions that build layers ---------------------------------------------------------------------------
+    def _items(self, value: ast.expr, statement: ast.stmt | None) -> list[tuple[ast.Call, bool]] | None:
+        """The constructor calls a list expression holds; None when it is no list of layers."""
+        if isinstance(value, (ast.List, ast.Tuple)):
+            found: list[tuple[ast.Call, bool]] = []
+            for element in value.elts:
+                if isinstance(element, ast.Call):
+                    found.append(self._unwrap(element))
+                elif isinstance(element, ast.Starred) and isinstance(element.value, ast.Name):
+                    found.extend(self.lists.get(element.value.id, []))
+            return found
+        if isinstance(value, (ast.ListComp, ast.GeneratorExp)) and isinstance(value.elt, ast.Call):
+            return [self._unwrap(value.elt)]
+        if isinstance(value, ast.Name) and value.id in self.lists:
+            return list(self.lists[value.id])
+        return None
+
+    def _items_of_container(self, call: ast.Call, statement: ast.stmt) -> list[tuple[ast.Call, bool]]:
+        found: list[tuple[ast.Call, bool]] = []
+        for arg in call.args:
+            if isinstance(arg, ast.Call) and not self._container(arg):
+                found.append(self._unwrap(arg))
+            elif isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name):
+                found.extend(self.lists.get(arg.value.id, []))
+            elif isinstance(arg, ast.Dict):
+                found.extend(self._unwrap(v) for v in arg.values if isinstance(v, ast.Call))
+            elif isinstance(arg, ast.DictComp) and isinstance(arg.value, ast.Call):
+                found.append(self._unwrap(arg.value))
+            else:
+                found.extend(self._items(arg, statement) or [])
+        return found
+
+    def _unwrap(self, call: ast.Call) -> tuple[ast.Call, bool]:
+        """`CUDAGraphedLayer(Block(...))` -> (the Block call, already wrapped)."""
+        callee = self._callee(call)
+        if callee is not None and callee.endswith(WRAPPER) and call.args and isinstance(call.args[0], ast.Call):
+            return call.args[0], True
+        return call, False
+
+    def _container(self, call: ast.Call) -> bool:
+        callee = self._callee(call)
+        return callee is not None and fw.layer_kind(callee) == "container"
+
+    def _callee(self, call: ast.Call) -> str | None:
+        return _dotted(self.scope, call.func)
+
+    def _record_class(self, attr: str, cls: str | None) -> None:
+        if cls:
+            known = self.attr_classes.setdefault(attr, [])
+            if cls not in known:
+                known.append(cls)
+
+    def _site(
+        self, call: ast.Call, cls: str, attr: str, target: str, container: str, existing: bool, statement: ast.stmt | None
+    ) -> SiteFacts:
+        skipped = self._skip_line or (statement is not None and self.scope.suppressions.skipped(statement.lineno))
+        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped)
+
+    @staticmethod
+    def _assigned_name(statement: ast.stmt, call: ast.Call) -> str:
+        if isinstance(statement, ast.Assign) and statement.value is call and isinstance(statement.targets[0], ast.Name):
+            return statement.targets[0].id
+        return ""
+
+    def _is_wrapped(self, statement: ast.stmt, call: ast.Call) -> bool:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and node.args and node.args[0] is call:
+                callee = self._callee(node)
+                return callee is not None and callee.endswith(WRAPPER)
+        return False
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+

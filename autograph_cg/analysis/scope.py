@@ -1,0 +1,149 @@
+"""Module and class scopes: name resolution through imports, positions in characters, layer attributes."""
+
+from __future__ import annotations
+
+import ast
+
+from autograph_cg.analysis.kinds import HOST, LAYER, UNKNOWN
+from autograph_cg.analysis.suppressions import Suppressions
+from autograph_cg.findings import Span
+
+
+def module_name_for(parts: tuple[str, ...], is_package: bool) -> str:
+    return ".".join(parts[:-1] if is_package else parts)
+
+
+class ModuleScope:
+    """What one file knows about names at module level, and how to turn AST positions into editor positions."""
+
+    def __init__(self, path: str, module: str, is_package: bool, text: str, tree: ast.Module) -> None:
+        self.path = path
+        self.module = module
+        self.is_package = is_package
+        self.text = text
+        self._lines: list[str] | None = None
+        self._ascii = text.isascii()
+        self.imports: dict[str, str] = {}
+        self.definitions: set[str] = set()  # module-level def/class names
+        self.variables: set[str] = set()  # module-level assigned names
+        self.framework: str | None = None
+        self.suppressions = Suppressions()
+        for statement in tree.body:
+            self._scan(statement)
+
+    def _scan(self, statement: ast.stmt) -> None:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias, qual in self.import_bindings(statement):
+                self.imports[alias] = qual
+                root = qual.split(".", 1)[0]
+                if self.framework is None and root in ("paddle", "torch"):
+                    self.framework = root
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.definitions.add(statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        self.variables.add(node.id)
+        elif isinstance(statement, (ast.If, ast.Try)):  # guarded imports: try/except ImportError, if TYPE_CHECKING
+            for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []), *[h.body for h in getattr(statement, "handlers", [])]):
+                for inner in block:
+                    self._scan(inner)
+
+    # ----- names ---------------------------------------------------------------------------------------------------
+    def import_bindings(self, node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+        bindings = []
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bindings.append((alias.asname, alias.name))
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    bindings.append((head, head))
+            return bindings
+        base = node.module or ""
+        if node.level:
+            package = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
+            keep = len(package) - (node.level - 1)
+            prefix = ".".join(package[: max(keep, 0)])
+            base = ".".join(p for p in (prefix, base) if p)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            bindings.append((alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name))
+        return bindings
+
+    def qualify_name(self, name: str) -> str | None:
+        qual = self.imports.get(name)
+        if qual is not None:
+            return qual
+        if name in self.definitions:
+            return f"{self.module}.{name}"
+        return None
+
+    def global_kind(self, name: str) -> int:
+        return UNKNOWN
+
+    def is_global_variable(self, name: str) -> bool:
+        return name in self.variables and name not in self.imports and name not in self.definitions
+
+    # ----- text and positions ----------------------------------------------------------------------------------
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines
+
+    def line_text(self, line: int) -> str:
+        lines = self.lines
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+    def _column(self, line: int, byte_col: int) -> int:
+        if self._ascii:
+            return byte_col + 1
+        lines = self.lines
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        if text.isascii():
+            return byte_col + 1
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace")) + 1
+
+    def span(self, node: ast.AST) -> Span:
+        line = node.lineno  # type: ignore[attr-defined]
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        col = node.col_offset  # type: ignore[attr-defined]
+        return Span(line, self._column(line, col), end_line, self._column(end_line, end_col if end_col is not None else col))
+
+    def snippet(self, node: ast.AST) -> str:
+        """A short rendering of a callee for messages: dotted names cheaply, anything else unparsed."""
+        parts: list[str] = []
+        current = node
+        while isinstance(current, ast.Attribute):
+            parts.append(current.attr)
+            current = current.value
+        if isinstance(current, ast.Name):
+            parts.append(current.id)
+            return ".".join(reversed(parts))
+        text = ast.unparse(node)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+
+class ClassScope:
+    """What `__init__` tells about `self.<attr>`: sublayers, parameters and buffers, host configuration."""
+
+    def __init__(self, qualname: str) -> None:
+        self.qualname = qualname
+        self.attr_kinds: dict[str, int] = {"training": HOST}
+
+    def attr_kind(self, attr: str) -> int:
+        return self.attr_kinds.get(attr, UNKNOWN)
+
+    def set(self, attr: str, kind: int) -> None:
+        previous = self.attr_kinds.get(attr)
+        if previous is None or previous == kind:
+            self.attr_kinds[attr] = kind
+        elif LAYER in (previous, kind):
+            self.attr_kinds[attr] = LAYER
+        else:
+            self.attr_kinds[attr] = UNKNOWN

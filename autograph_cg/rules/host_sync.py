@@ -1,0 +1,351 @@
+"""AG1xx: the CPU waits for the GPU (a device-to-host copy or an explicit synchronize) inside forward."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator
+
+from autograph_cg.findings import Severity
+from autograph_cg.rules.base import HOST_SYNC, Rule
+from autograph_cg.rules.matchers import (
+    any_arg_tensor,
+    argument,
+    first_arg_tensor,
+    is_method_form,
+    is_true,
+    keyword,
+    names_cpu,
+)
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.context import FunctionContext
+
+_SYNC_WHY = (
+    "Capture records GPU work only. A device-to-host copy needs the value now, so during capture it fails "
+    "(`cudaErrorStreamCaptureUnsupported`, or 'operation not permitted when stream is capturing'); outside capture "
+    "it stalls the CPU until the GPU queue drains, which removes the launch-overhead savings graphs exist for."
+)
+
+
+def _to_cpu(ctx: FunctionContext, call: ast.Call) -> bool:
+    func = call.func
+    assert isinstance(func, ast.Attribute)
+    if func.attr in ("cpu", "pin_memory"):
+        return True
+    target = argument(call, 0, "device")
+    return names_cpu(target) and not is_true(keyword(call, "non_blocking"))
+
+
+def _tensor_formatted(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    assert isinstance(node, ast.JoinedStr)
+    for value in node.values:
+        if isinstance(value, ast.FormattedValue) and ctx.is_tensor(value.value):
+            yield value, "an f-string"
+
+
+def _builtin_reduce(ctx: FunctionContext, call: ast.Call) -> bool:
+    return len(call.args) >= 1 and any(ctx.is_tensor(a) for a in call.args) and not keyword(call, "key")
+
+
+def _index_list(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    assert isinstance(node, ast.Subscript)
+    if not ctx.is_tensor(node.value):
+        return
+    index = node.slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    for part in parts:
+        if isinstance(part, ast.List):
+            yield part, "a Python list"
+
+
+def _slice_bound(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    assert isinstance(node, ast.Subscript)
+    if not ctx.is_tensor(node.value):
+        return
+    index = node.slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    for part in parts:
+        if isinstance(part, ast.Slice):
+            for bound in (part.lower, part.upper, part.step):
+                if bound is not None and ctx.is_tensor(bound):
+                    yield bound, ast.unparse(bound)
+
+
+#: Paddle APIs whose int / shape / scalar arguments are read on the host: a tensor there is a blocking copy.
+#: op -> (positions, keyword names). Method forms shift positions by one (no `x` argument).
+_HOST_VALUE_ARGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "reshape": ((1,), ("shape",)),
+    "view": ((1,), ("shape_or_dtype", "size")),
+    "expand": ((1,), ("shape", "size")),
+    "broadcast_to": ((1,), ("shape",)),
+    "tile": ((1,), ("repeat_times",)),
+    "full": ((0,), ("shape",)),
+    "zeros": ((0,), ("shape",)),
+    "ones": ((0,), ("shape",)),
+    "empty": ((0,), ("shape",)),
+    "arange": ((0, 1, 2), ("start", "end", "step")),
+    "linspace": ((2,), ("num",)),
+    "topk": ((1,), ("k",)),
+    "split": ((1,), ("num_or_sections", "split_size_or_sections")),
+    "pad": ((1,), ("pad",)),
+    "interpolate": ((), ("size",)),
+    "slice": ((2, 3), ("starts", "ends")),
+    "strided_slice": ((2, 3, 4), ("starts", "ends", "strides")),
+    "randint": ((0, 1), ("low", "high")),
+    "eye": ((0, 1), ("num_rows", "num_columns")),
+}
+_NO_X_ARG = frozenset({"full", "zeros", "ones", "empty", "arange", "linspace", "randint", "eye"})
+
+
+def _tensor_as_host_value(ctx: FunctionContext, call: ast.Call) -> bool:
+    func = call.func
+    op = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    positions, names = _HOST_VALUE_ARGS[op]
+    method_form = isinstance(func, ast.Attribute) and ctx.qualify(func) is None
+    if method_form and op in _NO_X_ARG:
+        return False
+    shift = 1 if method_form and op not in _NO_X_ARG else 0
+    for position in positions:
+        index = position - shift
+        if 0 <= index < len(call.args) and not isinstance(call.args[index], ast.Starred):
+            if ctx.holds_tensor(call.args[index]):
+                return True
+    if method_form and op in ("reshape", "view", "expand", "tile") and len(call.args) > 1:
+        return any(ctx.holds_tensor(a) for a in call.args)  # x.reshape(b, n, -1)
+    return any(kw.arg in names and ctx.holds_tensor(kw.value) for kw in call.keywords)
+
+
+def _not_a_tensor_copy(ctx: FunctionContext, call: ast.Call) -> bool:
+    """`paddle.to_tensor(x)` / `torch.as_tensor(x)` of a tensor copies on device; of host data it uploads."""
+    data = argument(call, 0, "data")
+    return data is not None and not ctx.is_tensor(data)
+
+
+def _to_cuda(ctx: FunctionContext, call: ast.Call) -> bool:
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr == "cuda"
+
+
+RULES = (
+    Rule(
+        code="AG101",
+        name="host-sync-item",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`.item()` copies a tensor to the host and waits for the device",
+        what="Finds `.item()` on a tensor in code that runs inside a captured layer.",
+        why=_SYNC_WHY,
+        example="scale = x.abs().max().item()\ny = x / scale",
+        instead="scale = x.abs().max()  # keep it a 0-d tensor\ny = x / scale",
+        methods=("item",),
+        invalid=("s = x.sum().item()", "return int(x.argmax().item())"),
+        valid=("s = x.sum()", "d = {'a': 1}\nfor k, v in d.items():\n    pass"),
+    ),
+    Rule(
+        code="AG102",
+        name="host-sync-numpy",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`{detail}` copies a tensor to a NumPy array on the host",
+        what="Finds `.numpy()` on a tensor and `np.array(t)` / `np.asarray(t)` of a tensor.",
+        why=_SYNC_WHY,
+        example="counts = np.bincount(ids.numpy())",
+        instead="counts = paddle.bincount(ids, minlength=vocab)  # stays on the device (fixed length)",
+        methods=("numpy",),
+        functions=("numpy.array", "numpy.asarray"),
+        guard=lambda ctx, call: is_method_form(ctx, call) or first_arg_tensor(ctx, call),
+        invalid=("a = x.numpy()", "a = np.asarray(x)"),
+        valid=("a = np.asarray([1, 2, 3])", "n = x.shape[0]"),
+    ),
+    Rule(
+        code="AG103",
+        name="host-sync-tolist",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`.tolist()` copies a tensor to a Python list",
+        what="Finds `.tolist()` on a tensor.",
+        why=_SYNC_WHY,
+        example="lengths = seq_lens.tolist()\nout = [x[i, :n] for i, n in enumerate(lengths)]",
+        instead="mask = paddle.arange(x.shape[1]) < seq_lens.unsqueeze(-1)  # a mask instead of host lengths",
+        methods=("tolist",),
+        invalid=("ids = x.argmax(-1).tolist()",),
+        valid=("ids = x.argmax(-1)", "dims = list(x.shape)"),
+    ),
+    Rule(
+        code="AG104",
+        name="host-copy-to-cpu",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`{detail}` moves a tensor to the CPU and waits for it",
+        what="Finds `.cpu()`, `.pin_memory()` and `.to('cpu')` (without `non_blocking=True`) on a tensor.",
+        why=_SYNC_WHY,
+        example="stats = x.mean(0).cpu()",
+        instead="stats = x.mean(0)  # copy after the graph, outside the captured layer",
+        known_problems="A non-blocking copy into pinned memory can be captured but its host buffer must outlive "
+        "every replay; the rule does not flag `non_blocking=True`.",
+        methods=("cpu", "to", "pin_memory"),
+        guard=_to_cpu,
+        invalid=("y = x.cpu()", "y = x.to('cpu')", "torch: y = x.to(device=torch.device('cpu'))"),
+        valid=("torch: y = x.to('cpu', non_blocking=True)", "y = x.to(x.dtype)"),
+    ),
+    Rule(
+        code="AG105",
+        name="host-sync-python-scalar",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`{detail}` of a tensor reads its value on the host",
+        what="Finds `float(t)`, `int(t)`, `bool(t)` and `complex(t)` of a tensor.",
+        why=_SYNC_WHY,
+        example="n_tokens = int(mask.sum())\nloss = loss_sum / n_tokens",
+        instead="n_tokens = mask.sum()\nloss = loss_sum / n_tokens  # tensor division, no host value",
+        builtins=("float", "int", "bool", "complex"),
+        guard=first_arg_tensor,
+        invalid=("n = int(x.sum())", "f = float(x.mean())"),
+        valid=("n = int(x.shape[0])", "f = float(self.training)"),
+    ),
+    Rule(
+        code="AG106",
+        name="host-sync-format",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="formatting a tensor ({detail}) reads its values on the host",
+        what="Finds `print`, `str`, `repr`, `format`, `%`-formatting, `.format()` and f-strings applied to a tensor.",
+        why=_SYNC_WHY + " Printing happens once, at capture; replays print nothing.",
+        example='print(f"attention max {attn.max()}")',
+        instead="# log outside the captured layer, from the returned tensors",
+        builtins=("print", "str", "repr", "format"),
+        guard=any_arg_tensor,
+        check=_tensor_formatted,
+        node_types=(ast.JoinedStr,),
+        invalid=("print(x)", 's = f"{x.mean()}"', 's = "{}".format(x)'),
+        valid=('print("shape", x.shape)', 's = f"{x.shape[0]} rows"'),
+    ),
+    Rule(
+        code="AG107",
+        name="host-sync-synchronize",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`{detail}` makes the CPU wait for the device",
+        what="Finds device, stream and event synchronization and barriers.",
+        why="Synchronizing is illegal while a stream is capturing (the capture is invalidated), and there is nothing "
+        "to wait for on replay: the graph is one launch.",
+        example="paddle.device.synchronize()\nt1 = time.time()",
+        instead="# time the whole step outside the graph, or use device events",
+        functions=(
+            "paddle.device.synchronize",
+            "paddle.device.cuda.synchronize",
+            "torch.cuda.synchronize",
+            "torch.distributed.barrier",
+            "paddle.distributed.barrier",
+        ),
+        methods=("synchronize",),
+        invalid=("paddle: paddle.device.synchronize()", "torch: torch.cuda.synchronize()", "torch: torch.cuda.current_stream().synchronize()"),
+        valid=("y = x + 1",),
+    ),
+    Rule(
+        code="AG108",
+        name="host-data-to-device",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`{detail}` builds a device tensor from host data on every call",
+        what="Finds `paddle.to_tensor`, `torch.tensor`, `torch.as_tensor`, `torch.from_numpy` of host data and "
+        "`.cuda()` inside forward.",
+        why="The upload is a host-to-device copy from pageable memory: during capture it is either refused or "
+        "records a copy from a host buffer that may be gone by the next replay, and the host values are frozen at "
+        "capture.",
+        example="pos = paddle.to_tensor(list(range(seq_len)))",
+        instead="pos = paddle.arange(seq_len)  # or register_buffer in __init__ and slice it",
+        functions=("paddle.to_tensor", "torch.tensor", "torch.as_tensor", "torch.from_numpy", "paddle.assign"),
+        methods=("cuda",),
+        guard=lambda ctx, call: _to_cuda(ctx, call) or _not_a_tensor_copy(ctx, call),
+        invalid=(
+            "paddle: pos = paddle.to_tensor(list(range(x.shape[1])))",
+            "torch: pos = torch.tensor([0, 1, 2], device=x.device)",
+            "y = x.cuda()",
+        ),
+        valid=("paddle: y = paddle.to_tensor(x)", "torch: y = torch.as_tensor(x)", "pos = x.new_zeros(3)"),
+    ),
+    Rule(
+        code="AG109",
+        name="tensor-as-host-value",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="a tensor is passed to `{detail}` where a host int or shape is expected",
+        what="Finds tensors (or lists holding tensors) given to shape, size, count and bound arguments, e.g. "
+        "`x.reshape([b, n, -1])` with `n = paddle.shape(x)[1]`, `paddle.full(shape=t)`, `topk(k=t)`, "
+        "`torch.arange(t)`.",
+        why="The framework must know the value on the host to build the output, so it copies the tensor to the "
+        "CPU and waits (Paddle's IntArray/Scalar conversion does a blocking copy; PyTorch calls `.item()`).",
+        example="n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
+        instead="y = x.reshape([0, x.shape[1], -1])  # x.shape is host metadata",
+        ops=tuple(_HOST_VALUE_ARGS),
+        guard=_tensor_as_host_value,
+        invalid=(
+            "paddle: n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
+            "paddle: y = paddle.full(shape=[x.max()], fill_value=0.0)",
+            "torch: y = torch.arange(x.sum())",
+        ),
+        valid=("y = x.reshape([x.shape[0], -1])", "paddle: y = paddle.full([2, 3], 0.0)", "torch: y = x.view(-1, 4)"),
+    ),
+    Rule(
+        code="AG110",
+        name="host-index",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="indexing a tensor with {detail} uploads the index from the host",
+        what="Finds tensors indexed with a Python list (`x[[0, 2]]`).",
+        why="The list becomes an index tensor through a host-to-device copy on every call, which capture refuses.",
+        example="y = x[[0, 2, 4]]",
+        instead="self.register_buffer('idx', paddle.to_tensor([0, 2, 4]))  # in __init__\ny = x[self.idx]",
+        check=_index_list,
+        node_types=(ast.Subscript,),
+        invalid=("y = x[[0, 2]]", "y = x[:, [1, 3]]"),
+        valid=("y = x[0, 2]", "y = x[:, 1:3]"),
+    ),
+    Rule(
+        code="AG111",
+        name="tensor-slice-bound",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="slice bound `{detail}` is a tensor, read on the host",
+        what="Finds slices of a tensor whose start, stop or step is a tensor.",
+        why="Slicing needs host integers; a tensor bound is converted with a blocking `.item()`.",
+        example="end = lengths.max()\ny = x[:, :end]",
+        instead="y = x * mask.unsqueeze(-1)  # keep the full length and mask",
+        check=_slice_bound,
+        node_types=(ast.Subscript,),
+        invalid=("end = x.sum()\ny = x[:end]",),
+        valid=("y = x[: x.shape[0] // 2]",),
+    ),
+    Rule(
+        code="AG112",
+        name="host-reduce-builtin",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="Python `{detail}` over a tensor compares its elements on the host",
+        what="Finds the builtins `max`, `min`, `any`, `all` and `sorted` applied to tensors.",
+        why="The builtin iterates the tensor and converts each comparison to a Python bool: one blocking copy per "
+        "element.",
+        example="if any(x > 0):\n    ...",
+        instead="y = paddle.maximum(a, b)  # or x.max(), (x > 0).any() kept as a tensor",
+        builtins=("max", "min", "any", "all", "sorted"),
+        guard=_builtin_reduce,
+        invalid=("m = max(x.sum(), 1.0)", "ok = all(x > 0)"),
+        valid=("m = max(x.shape[0], 1)", "ok = all(d > 0 for d in x.shape)"),
+    ),
+    Rule(
+        code="AG113",
+        name="host-sync-compare",
+        family=HOST_SYNC,
+        severity=Severity.ERROR,
+        message="`{detail}` returns a Python bool, read from the device",
+        what="Finds `torch.equal`, `torch.allclose` and `torch.is_nonzero`.",
+        why="They compare on the device and return a host bool: a blocking copy.",
+        example="if torch.allclose(a, b):\n    ...",
+        instead="same = torch.isclose(a, b).all()  # a 0-d tensor; use torch.where on it",
+        frameworks=("torch",),
+        functions=("torch.equal", "torch.allclose", "torch.is_nonzero"),
+        invalid=("torch: same = torch.equal(x, mask)",),
+        valid=("torch: same = torch.isclose(x, mask).all()",),
+    ),
+)

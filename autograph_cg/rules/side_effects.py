@@ -1,0 +1,190 @@
+"""AG4xx: Python-side effects in forward, which run once at capture and never on replay."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator
+
+from autograph_cg.findings import Severity
+from autograph_cg.rules.base import SIDE_EFFECTS, Rule
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.context import FunctionContext
+
+_REPLAY_WHY = (
+    "A replay runs the recorded GPU work only: Python code around it runs once, during capture. State kept on "
+    "the host stops changing after capture, silently."
+)
+
+
+def _self_write(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    assert isinstance(node, ast.Attribute)
+    yield node, "self." + node.attr
+
+
+def _global_write(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    assert isinstance(node, ast.Name)
+    yield node, node.id
+
+
+def _outer(ctx: FunctionContext, node: ast.expr) -> str | None:
+    """`self.X` or a module-level name: containers that outlive the call."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return "self." + node.attr
+    if isinstance(node, ast.Name) and node.id not in ctx.env and ctx.module.is_global_variable(node.id):
+        return node.id
+    return None
+
+
+def _container_mutation(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """`self.cache.append(x)` (a call) or `self.cache[k] = x` (an assignment target)."""
+    if isinstance(node, ast.Subscript):
+        owner = _outer(ctx, node.value)
+        if owner is not None:
+            yield node, f"{owner}[...] ="
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner = _outer(ctx, node.func.value)
+        if owner is not None:
+            yield node, f"{owner}.{node.func.attr}()"
+
+
+def _layer_in_forward(ctx: FunctionContext, call: ast.Call) -> bool:
+    from autograph_cg.analysis.frameworks import layer_kind
+
+    qual = ctx.qualify(call.func)
+    if qual is None:
+        return True
+    short = qual.rsplit(".", 1)[-1]
+    return short[:1].isupper() and ".initializer." not in qual and layer_kind(qual) in ("known", "framework", "container")
+
+
+def _logger(ctx: FunctionContext, call: ast.Call) -> bool:
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return isinstance(receiver, (ast.Name, ast.Attribute)) and "log" in ast.unparse(receiver).lower()
+
+
+def _print_host(ctx: FunctionContext, call: ast.Call) -> bool:
+    return not any(ctx.is_tensor(a) for a in call.args)
+
+
+RULES = (
+    Rule(
+        code="AG401",
+        name="state-in-forward",
+        family=SIDE_EFFECTS,
+        severity=Severity.ERROR,
+        message="assigning `{detail}` in forward changes layer state that replays will not update",
+        what="Finds assignments to attributes of `self` (`self.x = ...`, `self.n += 1`) in code reachable from "
+        "forward.",
+        why=_REPLAY_WHY + " A counter stays at its capture-time value; a cached tensor keeps pointing at a graph "
+        "buffer that the next replay overwrites.",
+        example="self.num_calls += 1\nself.last_attn = attn",
+        instead="self.register_buffer('num_calls', paddle.zeros([1]))  # in __init__\nself.num_calls.add_(paddle.ones([1]))  # device-side, captured",
+        check=_self_write,
+        hook="self-write",
+        invalid=("self.count = 1\ny = x", "self.last = x"),
+        valid=("y = self.scale * x",),
+    ),
+    Rule(
+        code="AG402",
+        name="global-state-in-forward",
+        family=SIDE_EFFECTS,
+        severity=Severity.ERROR,
+        message="writing global `{detail}` in forward is a host side effect replays skip",
+        what="Finds assignments to names declared `global` in code reachable from forward.",
+        why=_REPLAY_WHY,
+        example="global STEP\nSTEP += 1",
+        instead="# count steps in the training loop, outside the graphed layer",
+        check=_global_write,
+        hook="global-write",
+        invalid=("global STEP\nSTEP = 1",),
+        valid=("step = 1",),
+    ),
+    Rule(
+        code="AG403",
+        name="outer-container-mutation",
+        family=SIDE_EFFECTS,
+        severity=Severity.ERROR,
+        message="`{detail}` in forward mutates a container that outlives the call",
+        what="Finds `append`, `extend`, `update`, item assignment and similar on `self.<attr>` or module-level "
+        "containers in code reachable from forward.",
+        why=_REPLAY_WHY + " Tensors stored this way are graph buffers, overwritten by every replay.",
+        example="self.cache.append(k)",
+        instead="return out, k  # return what the caller needs and let it keep it",
+        check=_container_mutation,
+        hook="container-mutation",
+        invalid=("self.cache.append(x)", "self.stats['x'] = x"),
+        valid=("outs = []\nouts.append(x)",),
+    ),
+    Rule(
+        code="AG404",
+        name="host-rng-in-forward",
+        family=SIDE_EFFECTS,
+        severity=Severity.ERROR,
+        message="`{detail}` draws a host random number, frozen at capture",
+        what="Finds Python `random` and NumPy random calls in code reachable from forward.",
+        why=_REPLAY_WHY + " The number drawn at capture is reused by every replay (e.g. stochastic depth that "
+        "always keeps or always drops).",
+        example="if random.random() < self.drop_prob:\n    return x",
+        instead="keep = (paddle.rand([x.shape[0], 1, 1]) >= self.drop_prob).astype(x.dtype)\nreturn x * keep / (1 - self.drop_prob)",
+        prefixes=("random.", "numpy.random."),
+        invalid=("import random\np = random.random()\ny = x * p", "p = np.random.rand()\ny = x * p"),
+        valid=("torch: y = torch.rand_like(x)", "paddle: y = paddle.rand(x.shape)"),
+    ),
+    Rule(
+        code="AG405",
+        name="host-time-in-forward",
+        family=SIDE_EFFECTS,
+        severity=Severity.WARNING,
+        message="`{detail}` reads the host clock once, at capture",
+        what="Finds `time` and `datetime` clock reads in code reachable from forward.",
+        why=_REPLAY_WHY + " Timings taken inside a graphed layer measure the capture, not the replays.",
+        example="t0 = time.perf_counter()",
+        instead="# time the step outside the graphed layer, with device events",
+        prefixes=("time.", "datetime."),
+        invalid=("import time\nt = time.time()\ny = x",),
+        valid=("y = x",),
+    ),
+    Rule(
+        code="AG406",
+        name="logging-in-forward",
+        family=SIDE_EFFECTS,
+        severity=Severity.WARNING,
+        message="`{detail}` logs once, at capture; replays log nothing",
+        what="Finds logging, warnings, `print` of host values and progress bars in code reachable from forward.",
+        why=_REPLAY_WHY,
+        example='logger.info("routing %d tokens", n)',
+        instead="# log from the training loop, with the layer's outputs",
+        prefixes=("logging.", "warnings.warn", "tqdm."),
+        builtins=("print",),
+        methods=("info", "debug", "warning", "warn", "error", "exception", "critical"),
+        guard=lambda ctx, call: _logger(ctx, call) if isinstance(call.func, ast.Attribute) and ctx.qualify(call.func) is None
+        else (_print_host(ctx, call) if isinstance(call.func, ast.Name) and call.func.id == "print" else True),
+        invalid=('print("step")\ny = x', 'import logging\nlogging.info("x")\ny = x'),
+        valid=("y = x",),
+    ),
+    Rule(
+        code="AG407",
+        name="create-in-forward",
+        family=SIDE_EFFECTS,
+        severity=Severity.ERROR,
+        message="`{detail}` creates parameters, layers or hooks on every forward call",
+        what="Finds parameter and buffer creation, layer construction and hook registration in code reachable "
+        "from forward.",
+        why="What is created during capture is created once: new parameters are not trained on replay, and hooks "
+        "run only at capture. Building layers in forward also allocates on every eager call.",
+        example="proj = nn.Linear(x.shape[-1], 64)\ny = proj(x)",
+        instead="self.proj = nn.Linear(d_model, 64)  # in __init__\ny = self.proj(x)",
+        prefixes=("paddle.nn.", "torch.nn."),
+        functions=("paddle.create_parameter",),
+        methods=(
+            "create_parameter", "register_buffer", "register_parameter", "register_forward_hook",
+            "register_forward_pre_hook", "register_forward_post_hook", "register_backward_hook",
+            "register_full_backward_hook", "register_hook", "add_sublayer", "add_module",
+        ),  # fmt: skip
+        hook="layer-method",
+        guard=_layer_in_forward,
+        invalid=("paddle: proj = nn.Linear(4, 4)\ny = proj(x)", "torch: p = nn.Parameter(x)", "self.register_buffer('b', x)"),
+        valid=("y = F.relu(x)",),
+    ),
+)

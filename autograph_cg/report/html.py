@@ -23,7 +23,7 @@ from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.findings import Finding
 from autograph_cg.report.identity import relative_path
 from autograph_cg.rules.base import FAMILIES
-from autograph_cg.rules.registry import rule
+from autograph_cg.rules.registry import family_of
 
 EXTERNAL = "external"  # a layer with no verdict of its own: a framework layer or one defined elsewhere
 STATUS_ORDER = (Status.INELIGIBLE, Status.UNKNOWN, Status.ELIGIBLE, Status.SKIPPED)
@@ -126,7 +126,7 @@ class _Page:
         nodes = list(walk(self.plan.roots))
         graphed = sum(1 for n in nodes if n.wrapped or n.in_graph)
         share = 100.0 * graphed / len(nodes) if nodes else 0.0
-        families = Counter(rule(f.code).family.prefix for f in self.analysis.findings)
+        families = Counter(family_of(f.code).prefix for f in self.analysis.findings)
         self.write('<section id="totals"><h2>Totals</h2><div class="cards">\n')
         self.write('<div class="card" id="verdict-counts"><h3>Layer classes</h3><table>')
         for status in STATUS_ORDER:

@@ -46,6 +46,8 @@ def hand_made() -> HandMade:
                 "cutoff = reached[0, 0].item() + 1 if reached.shape[0] > 0 else probs.shape[-1]"),
         finding("heads.py", 34, 20, 32, "AG101", "`.item()` copies a device value to the host", "TopPSampler.forward",
                 "return int(token.item())"),
+        finding("attention.py", 29, 13, 38, "AG901", "call to `apply_rotary` could not be resolved",
+                "MultiHeadAttention.forward", "q = apply_rotary(q, cos, sin)"),
         finding("mlp.py", 42, 13, 31, "AG301", "Python `if` on a tensor value", "MoEFeedForward.forward",
                 "if selected.any():"),
     ]
@@ -60,8 +62,8 @@ def hand_made() -> HandMade:
                 Reason(("DecoderLM.forward", "lengths_to_mask"), "AG101", "`.item()` copies a device value to the host",
                        PKG + "ops.py", 31),
             )),
-            Verdict("paddle_lm.block.DecoderBlock", PKG + "block.py", 10, Status.ELIGIBLE),
-            Verdict("paddle_lm.norm.RMSNorm", PKG + "norm.py", 6, Status.ELIGIBLE),
+            Verdict("paddle_lm.block.DecoderBlock", PKG + "block.py", 8, Status.ELIGIBLE),
+            Verdict("paddle_lm.norm.RMSNorm", PKG + "norm.py", 5, Status.ELIGIBLE),
             Verdict("paddle_lm.heads.TopPSampler", PKG + "heads.py", 16, Status.INELIGIBLE, (
                 Reason(("TopPSampler.forward",), "AG201", "`nonzero`: output shape depends on the data",
                        PKG + "heads.py", 29),

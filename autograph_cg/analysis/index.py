@@ -326,8 +326,8 @@ class SiteCollector:
                 elif isinstance(element, ast.Starred) and isinstance(element.value, ast.Name):
                     found.extend(self.lists.get(element.value.id, []))
             return found
-        if isinstance(value, (ast.ListComp, ast.GeneratorExp)) and isinstance(value.elt, ast.Call):
-            return [self._unwrap(value.elt)]
+        if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+            return [self._unwrap(call) for call in _alternatives(value.elt)] or None
         if isinstance(value, ast.Name) and value.id in self.lists:
             return list(self.lists[value.id])
         return None
@@ -385,6 +385,15 @@ class SiteCollector:
                 callee = self._callee(node)
                 return callee is not None and callee.endswith(WRAPPER)
         return False
+
+
+def _alternatives(node: ast.expr) -> list[ast.Call]:
+    """The constructor calls an element expression may evaluate: `A(c) if cond else B(c)` gives both."""
+    if isinstance(node, ast.Call):
+        return [node]
+    if isinstance(node, ast.IfExp):
+        return _alternatives(node.body) + _alternatives(node.orelse)
+    return []
 
 
 def _self_attr(node: ast.expr) -> str | None:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autograph_cg.analysis.verdicts import Verdict
+from typing import TYPE_CHECKING
+
+from autograph_cg.analysis.facts import SiteFacts
+from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.findings import Span
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.eligibility import Package
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +45,91 @@ class Plan:
     verdicts: dict[str, Verdict]
     roots: tuple[TreeNode, ...]
     notes: tuple[str, ...] = ()  # e.g. eligible roots the user can wrap where they build them
+
+
+def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
+    """Wrap the largest eligible layers: at each site whose class is eligible and whose owner is never inside a graph."""
+    verdicts = package.compute_all()
+
+    def wrappable(qual: str | None) -> bool:
+        if qual is None or qual not in verdicts:
+            return False
+        status = verdicts[qual].status
+        return status is Status.ELIGIBLE or (wrap_unknown and status is Status.UNKNOWN)
+
+    owned: dict[str, list[tuple[str, SiteFacts, str | None]]] = {}
+    loose: list[tuple[str, SiteFacts, str | None]] = []
+    constructed_inside: set[str] = set()
+    for module in package.modules.values():
+        for cls in module.classes.values():
+            for site in cls.sites:
+                resolved = package.resolve(site.cls) if site.cls else None
+                owned.setdefault(cls.qualname, []).append((module.path, site, resolved))
+                if resolved is not None:
+                    constructed_inside.add(resolved)
+        for site in module.sites:
+            loose.append((module.path, site, package.resolve(site.cls) if site.cls else None))
+
+    states: dict[str, set[bool]] = {}
+
+    def visit(qual: str, in_graph: bool) -> None:
+        seen = states.setdefault(qual, set())
+        if in_graph in seen:
+            return
+        seen.add(in_graph)
+        for _, site, child in owned.get(qual, ()):
+            if child is not None and child in verdicts:
+                here = not site.skipped and (site.existing or wrappable(child))
+                visit(child, in_graph or here)
+
+    for _, site, child in loose:
+        if child is not None and child in verdicts:
+            visit(child, not site.skipped and (site.existing or wrappable(child)))
+    for qual in verdicts:
+        if qual not in constructed_inside and qual not in states:
+            visit(qual, False)
+
+    def wrapped_at(owner: str, site: SiteFacts, child: str | None) -> bool:
+        if site.skipped or child is None or child not in verdicts:
+            return False
+        if site.existing:
+            return True
+        return wrappable(child) and (not owner or states.get(owner) == {False})
+
+    sites: list[WrapSite] = []
+    by_site: dict[int, WrapSite] = {}
+    for owner, entries in [*owned.items(), ("", loose)]:
+        for path, site, child in entries:
+            if wrapped_at(owner, site, child):
+                wrap = WrapSite(path, site.span, child or site.cls, owner, site.target or "", _short(site.container), site.existing)
+                sites.append(wrap)
+                by_site[id(site)] = wrap
+    notes = [
+        f"{qual} is eligible as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...))`"
+        for qual in verdicts
+        if wrappable(qual) and qual not in constructed_inside and not any(c == qual for _, _, c in loose)
+    ]
+    notes += [
+        f"{qual} is inside a graph in one place and not in another: its sublayers are left unwrapped"
+        for qual, seen in states.items()
+        if len(seen) == 2 and owned.get(qual)
+    ]
+
+    def tree(qual: str, target: str, in_graph: bool, site: WrapSite | None, depth: int, path: tuple[str, ...]) -> TreeNode:
+        wrapped = site is not None
+        children: list[TreeNode] = []
+        if depth < 24 and qual not in path:
+            for _, child_site, child in owned.get(qual, ()):
+                if child is not None and child in verdicts:
+                    children.append(
+                        tree(child, child_site.target, in_graph or wrapped, by_site.get(id(child_site)), depth + 1, (*path, qual))
+                    )
+        return TreeNode(qual, target, wrapped, in_graph, site, tuple(children))
+
+    roots = [tree(q, "", False, None, 0, ()) for q in sorted(verdicts) if q not in constructed_inside]
+    sites.sort(key=lambda s: (s.path, s.span.line, s.span.col))
+    return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes)))
+
+
+def _short(container: str) -> str:
+    return container.rsplit(".", 1)[-1] if container else ""

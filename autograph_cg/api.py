@@ -1,0 +1,97 @@
+"""The Python API: `analyze(paths)` gives findings, verdicts and the plan; the CLI only adds flags and printing."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograph_cg.analysis.eligibility import Package
+from autograph_cg.analysis.facts import ModuleFacts
+from autograph_cg.analysis.plan import Plan, make_plan
+from autograph_cg.analysis.runner import ProgressSink, index_files
+from autograph_cg.analysis.verdicts import Status
+from autograph_cg.config import Config
+from autograph_cg.findings import Finding, SourceError
+from autograph_cg.rules.registry import family_of
+from autograph_cg.sources import discover
+
+DEFAULT_CACHE = ".autograph-cg-cache"
+
+
+@dataclass(frozen=True)
+class Options:
+    config: Config = field(default_factory=Config)
+    jobs: int | None = None  # processes; None: one per core
+    use_cache: bool = True
+    cache_dir: str | None = None  # default: .autograph-cg-cache in the working directory
+    force_exclude: bool = False  # apply excludes to files named on the command line too (pre-commit)
+    wrap_unknown: bool = False  # let the plan wrap classes whose verdict is unknown
+    progress: ProgressSink | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    files: int
+    analyzed: int
+    failed: int
+    findings: int
+    by_family: dict[str, int]
+    by_code: dict[str, int]
+    verdicts: dict[str, int]
+    sites: int
+    lines: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "analyzed": self.analyzed,
+            "failed": self.failed,
+            "findings": self.findings,
+            "by_family": self.by_family,
+            "by_code": self.by_code,
+            "verdicts": self.verdicts,
+            "sites": self.sites,
+            "lines": self.lines,
+        }
+
+
+@dataclass(frozen=True)
+class Analysis:
+    findings: list[Finding]
+    errors: list[SourceError]
+    plan: Plan
+    files: list[str]
+    modules: list[ModuleFacts]
+    summary: Summary
+
+
+def analyze(paths: list[str], options: Options | None = None) -> Analysis:
+    """Analyze the Python files under `paths` as one package: nothing is imported or executed."""
+    options = options or Options()
+    config = options.config
+    sources, errors = discover(paths, config.exclude, options.force_exclude)
+    cache_dir = None
+    if options.use_cache:
+        cache_dir = Path(options.cache_dir or config.cache_dir or os.environ.get("AUTOGRAPH_CG_CACHE_DIR") or DEFAULT_CACHE)
+    modules, read_errors = index_files(sources, options.jobs, cache_dir, options.progress)
+    errors = sorted(errors + read_errors, key=lambda e: e.path)
+    package = Package(modules, config.keeps, config.unknown)
+    plan = make_plan(package, options.wrap_unknown)
+    findings = package.reachable_findings()
+    families = Counter(family_of(f.code).name for f in findings)
+    codes = Counter(f.code for f in findings)
+    statuses = Counter(v.status.value for v in plan.verdicts.values())
+    summary = Summary(
+        files=len(sources),
+        analyzed=len(modules),
+        failed=len(read_errors),
+        findings=len(findings),
+        by_family=dict(sorted(families.items())),
+        by_code=dict(sorted(codes.items())),
+        verdicts={s.value: statuses.get(s.value, 0) for s in Status},
+        sites=sum(1 for s in plan.sites if not s.existing),
+        lines=sum(m.lines for m in modules),
+    )
+    return Analysis(findings, errors, plan, [m.path for m in modules], modules, summary)

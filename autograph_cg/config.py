@@ -1,0 +1,120 @@
+"""`[tool.autograph-cg]` in the nearest pyproject.toml; command-line flags win over it.
+
+Loaded once per run. Unknown keys are warned about (with a suggestion), not silently dropped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10
+    import tomli as tomllib
+
+from autograph_cg.rules.registry import BY_NAME, RULES
+
+UNKNOWN_MODES = ("unknown", "block", "allow")
+KEYS = ("select", "ignore", "exclude", "unknown", "cache-dir", "warmup-steps")
+
+
+class ConfigError(Exception):
+    """Bad configuration or selection; one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()  # codes, prefixes ("AG1") or rule names; empty selects every rule
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # glob patterns on names or relative paths
+    unknown: str = "unknown"  # what unresolved calls make a verdict: "unknown", "block" or "allow"
+    cache_dir: str | None = None
+    warmup_steps: int | None = None
+    source: str | None = None  # the pyproject.toml it came from
+    warnings: tuple[str, ...] = field(default=())
+
+    def keeps(self, code: str) -> bool:
+        name = RULES[code].name if code in RULES else ""
+        selected = not self.select or any(_matches(code, name, s) for s in self.select)
+        return selected and not any(_matches(code, name, s) for s in self.ignore)
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        given = {k: v for k, v in overrides.items() if v is not None and v != ()}
+        merged = replace(self, **given)
+        merged.validate()
+        return merged
+
+    def validate(self) -> None:
+        for selector in self.select + self.ignore:
+            if not _known_selector(selector):
+                raise ConfigError(f"unknown rule selector {selector!r} (use a code like AG101, a prefix like AG1, or a rule name)")
+        if self.unknown not in UNKNOWN_MODES:
+            raise ConfigError(f"unknown = {self.unknown!r}: expected one of {', '.join(UNKNOWN_MODES)}")
+
+
+def _matches(code: str, name: str, selector: str) -> bool:
+    return code.startswith(selector.upper()) or selector.lower() == name or selector.upper() == "ALL"
+
+
+def _known_selector(selector: str) -> bool:
+    upper = selector.upper()
+    return upper == "ALL" or selector.lower() in BY_NAME or any(code.startswith(upper) for code in RULES)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    current = start.absolute()
+    if current.is_file():
+        current = current.parent
+    for folder in (current, *current.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(paths: list[str], explicit: str | None = None) -> Config:
+    """The configuration for a run over `paths`: the explicit file, else the nearest pyproject.toml."""
+    source = Path(explicit) if explicit else find_pyproject(Path(paths[0]) if paths else Path.cwd())
+    if source is None:
+        return Config()
+    try:
+        with open(source, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read configuration: {exc}") from None
+    section = data.get("tool", {}).get("autograph-cg", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: [tool.autograph-cg] must be a table")
+    warnings = []
+    for key in section:
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            warnings.append(f"{source}: unknown key {key!r} in [tool.autograph-cg]{hint}")
+    try:
+        config = Config(
+            select=_strings(section.get("select", ()), "select", source),
+            ignore=_strings(section.get("ignore", ()), "ignore", source),
+            exclude=_strings(section.get("exclude", ()), "exclude", source),
+            unknown=str(section.get("unknown", "unknown")),
+            cache_dir=section.get("cache-dir"),
+            warmup_steps=section.get("warmup-steps"),
+            source=str(source),
+            warnings=tuple(warnings),
+        )
+        config.validate()
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return config
+
+
+def _strings(value: Any, key: str, source: Path) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"{key} must be a string or a list of strings")

@@ -1,0 +1,120 @@
+"""Which files to analyze and how to read them: walking, excludes, encodings, and every way that can fail.
+
+A bad path never stops the run: it becomes a one-line `SourceError` and the other files are analyzed.
+"""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograph_cg.findings import SourceError
+
+DEFAULT_EXCLUDES = (".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "build", "dist", "node_modules", ".eggs", "*.egg-info", ".autograph-cg-cache")
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str  # as shown to the user
+    module: str  # dotted module name, from the package folders above it
+    is_package: bool  # an __init__.py
+
+
+def _excluded(name: str, rel: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.rstrip("/") + "/*") for p in patterns)
+
+
+def module_of(path: Path) -> tuple[str, bool]:
+    """`pkg/sub/mod.py` -> "pkg.sub.mod" while the folders above hold `__init__.py`."""
+    path = path.absolute()
+    is_package = path.name == "__init__.py"
+    parts = [path.stem] if not is_package else []
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.append(folder.name)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if not parts:
+        parts = [path.parent.name]
+    return ".".join(reversed(parts)), is_package
+
+
+def display(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def discover(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: bool = False) -> tuple[list[SourceFile], list[SourceError]]:
+    """Python files under `paths`, sorted, each once; directories are walked without following symlinks."""
+    patterns = DEFAULT_EXCLUDES + tuple(exclude)
+    files: dict[str, SourceFile] = {}
+    errors: list[SourceError] = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            resolved = path.resolve(strict=True)
+        except FileNotFoundError:
+            errors.append(SourceError(raw, "no such file or directory"))
+            continue
+        except (RuntimeError, OSError) as exc:
+            errors.append(SourceError(raw, "symlink loop" if isinstance(exc, RuntimeError) or getattr(exc, "errno", 0) == 40 else exc.strerror or str(exc)))
+            continue
+        if resolved.is_file():
+            if force_exclude and _excluded(path.name, display(path), tuple(exclude)):
+                continue
+            files.setdefault(str(resolved), SourceFile(display(path), *module_of(path)))
+            continue
+        if not resolved.is_dir():
+            errors.append(SourceError(raw, "not a regular file or directory"))
+            continue
+        found_any = False
+        for folder, dirnames, filenames in os.walk(path, onerror=lambda e: errors.append(SourceError(display(Path(e.filename or raw)), e.strerror or str(e)))):
+            rel_folder = os.path.relpath(folder, path)
+            dirnames[:] = sorted(d for d in dirnames if not _excluded(d, os.path.normpath(os.path.join(rel_folder, d)), patterns))
+            for name in sorted(filenames):
+                if not name.endswith((".py", ".pyi")):
+                    continue
+                rel = os.path.normpath(os.path.join(rel_folder, name))
+                if _excluded(name, rel, patterns):
+                    continue
+                full = Path(folder) / name
+                if full.is_symlink():
+                    try:
+                        full.resolve(strict=True)
+                    except (RuntimeError, OSError):
+                        errors.append(SourceError(display(full), "symlink loop or dangling symlink"))
+                        continue
+                found_any = True
+                key = str(full.resolve())
+                files.setdefault(key, SourceFile(display(full), *module_of(full)))
+        if not found_any:
+            errors.append(SourceError(raw, "no Python files found"))
+    return sorted(files.values(), key=lambda f: f.path), errors
+
+
+def decode(data: bytes) -> str:
+    """Source bytes to text as Python reads them (BOM, PEP 263 declaration); UnicodeDecodeError/SyntaxError if bad."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[3:].decode("utf-8")
+    encoding = "utf-8"
+    for line in data.split(b"\n", 2)[:2]:
+        match = _CODING.match(line)
+        if match:
+            encoding = match.group(1).decode("ascii")
+            try:
+                codecs.lookup(encoding)
+            except LookupError:
+                raise SyntaxError(f"unknown encoding: {encoding}") from None
+            break
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break
+    return data.decode(encoding)

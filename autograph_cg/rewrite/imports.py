@@ -127,22 +127,21 @@ def _groups(body: Sequence[cst.BaseStatement]) -> list[tuple[int, int]]:
 
 
 def _placement(body: Sequence[cst.BaseStatement]) -> tuple[int, str]:
-    """(index to insert at, how): "join" inside a block, "section" as a new block after `index - 1`."""
+    """(index to insert at, how): "start" or "inside" of a block, or "section": a new block after `index - 1`."""
     groups = _groups(body)
     cats = [[_category(n) for i in range(a, b) for n in _imports(body[i]) or ()] for a, b in groups]
     for (start, end), kinds in zip(groups, cats):
         if "third" in kinds:
             keys = [_sort_key((_imports(body[i]) or [])[0]) for i in range(start, end)]
-            if keys == sorted(keys):
-                return start + bisect_right(keys, (1, RUNTIME_MODULE.lower())), "join"
-            return end, "join"
+            at = bisect_right(keys, (1, RUNTIME_MODULE.lower())) if keys == sorted(keys) else len(keys)
+            return start + at, "start" if at == 0 else "inside"
     first_local = next((g for g, kinds in zip(groups, cats) if "local" in kinds), None)
     std = [g for g, kinds in zip(groups, cats) if set(kinds) <= {"stdlib"} and (first_local is None or g[0] < first_local[0])]
     if std:
         return std[-1][1], "section"
     if body and _is_docstring(body[0]):
         return 1, "section"
-    return 0, "join"
+    return 0, "inside"
 
 
 def _first_use(body: Sequence[cst.BaseStatement]) -> int:
@@ -172,7 +171,7 @@ def add_import(module: cst.Module) -> cst.Module:
     assert isinstance(new, cst.SimpleStatementLine)
     nxt = body[index] if index < len(body) else None
     nxt_is_import = nxt is not None and _imports(nxt) is not None
-    if how == "join" and nxt_is_import and (index == 0 or nxt.leading_lines or _imports(body[index - 1]) is None):
+    if how == "start":
         # First line of a block: take over the block's leading blank lines and comments.
         new = new.with_changes(leading_lines=nxt.leading_lines)
         body[index] = nxt.with_changes(leading_lines=())

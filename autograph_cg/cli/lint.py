@@ -1,0 +1,73 @@
+"""`autograph-cg lint`: what blocks CUDA graphs, per line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from autograph_cg.api import analyze
+from autograph_cg.cli.options import analysis_options, build_options, paths_argument, report_errors
+from autograph_cg.report import FORMATS
+from autograph_cg.report.baseline import BaselineError
+from autograph_cg.report.baseline import load as load_baseline
+from autograph_cg.report.baseline import write as save_baseline
+from autograph_cg.report.output import OutputError, open_output
+from autograph_cg.report.style import Style
+from autograph_cg.report.text import EmitOptions, summary_line
+
+
+@click.command()
+@paths_argument
+@analysis_options
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (report-only CI jobs).")
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Report only findings not recorded in this baseline.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record today's findings as the baseline.")
+def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, baseline: str | None, write_baseline: str | None, **kwargs: Any) -> None:
+    """Report CUDA-graph hazards in code reachable from layers' forward methods.
+
+    Exit 0: no findings. 1: findings. 2: usage error, or no file could be analyzed.
+    Files that cannot be read or parsed are reported on stderr; the others are still analyzed.
+    """
+    options = build_options(paths, kwargs)
+    try:
+        known = load_baseline(baseline) if baseline else None
+    except BaselineError as exc:
+        raise click.ClickException(str(exc)) from None
+    analysis = analyze(list(paths), options)
+    report_errors(analysis.errors)
+    if known is not None:
+        analysis = _replace_findings(analysis, known.filter(analysis.findings))
+    if write_baseline:
+        try:
+            count = save_baseline(write_baseline, analysis.findings)
+        except OutputError as exc:
+            _fail(str(exc))
+        if not kwargs.get("quiet"):
+            click.echo(f"autograph-cg: wrote {count} findings to {write_baseline}", err=True)
+    try:
+        with open_output(output) as stream:
+            style = Style.for_stream(stream, bool(kwargs.get("no_color"))) if fmt == "text" else Style(False)
+            FORMATS[fmt](analysis, stream, EmitOptions(style=style))
+    except OutputError as exc:
+        _fail(str(exc))
+    if not kwargs.get("quiet"):
+        click.echo(summary_line(analysis), err=True)
+    if analysis.summary.analyzed == 0:
+        _fail("nothing could be analyzed")
+    sys.exit(0 if exit_zero or write_baseline or not analysis.findings else 1)
+
+
+def _replace_findings(analysis: Any, findings: list[Any]) -> Any:
+    from dataclasses import replace
+
+    summary = replace(analysis.summary, findings=len(findings))
+    return replace(analysis, findings=findings, summary=summary)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"autograph-cg: error: {message}", err=True)
+    sys.exit(2)

@@ -1,0 +1,74 @@
+"""Options shared by the commands, and the one place that turns a run's inputs into `Options`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import click
+
+from autograph_cg.api import Options
+from autograph_cg.config import Config, ConfigError, load
+from autograph_cg.report.progress import Progress
+
+F = Callable[..., Any]
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def paths_argument(f: F) -> F:
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(f)
+
+
+def analysis_options(f: F) -> F:
+    """Selection, config, exclusion, parallelism and cache: the same flags for lint, plan, rewrite, report."""
+    for decorator in reversed(
+        [
+            click.option("--select", multiple=True, help="Rule codes, prefixes (AG1) or names to report (comma-separated)."),
+            click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to leave out."),
+            click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip."),
+            click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too."),
+            click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A pyproject.toml to read instead of the nearest one."),
+            click.option("--unknown", type=click.Choice(["unknown", "block", "allow"]), help="What unresolved calls make a verdict."),
+            click.option("-j", "--jobs", type=click.IntRange(min=1), help="Processes (default: one per core)."),
+            click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache."),
+            click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache folder (default .autograph-cg-cache)."),
+            click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary on stderr."),
+            click.option("--no-color", is_flag=True, help="No colour, even on a terminal (NO_COLOR is honoured too)."),
+        ]
+    ):
+        f = decorator(f)
+    return f
+
+
+def build_options(paths: tuple[str, ...], kwargs: dict[str, Any], wrap_unknown: bool = False) -> Options:
+    """Config file, then flags; a bad selector or config is a usage error (exit 2)."""
+    try:
+        config: Config = load(list(paths), kwargs.get("config_file"))
+        config = config.with_overrides(
+            select=_split(kwargs.get("select") or ()),
+            ignore=_split(kwargs.get("ignore") or ()),
+            exclude=config.exclude + _split(kwargs.get("exclude") or ()),
+            unknown=kwargs.get("unknown"),
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not kwargs.get("quiet"):
+        for warning in config.warnings:
+            click.echo(f"autograph-cg: warning: {warning}", err=True)
+    return Options(
+        config=config,
+        jobs=kwargs.get("jobs"),
+        use_cache=not kwargs.get("no_cache"),
+        cache_dir=kwargs.get("cache_dir"),
+        force_exclude=bool(kwargs.get("force_exclude")),
+        wrap_unknown=wrap_unknown,
+        progress=Progress(sys.stderr, quiet=bool(kwargs.get("quiet"))),
+    )
+
+
+def report_errors(errors: list[Any], quiet: bool = False) -> None:
+    for error in errors:
+        click.echo(f"autograph-cg: error: {error}", err=True)

@@ -10,6 +10,7 @@ import click
 from autograph_cg.api import Options, analyze
 from autograph_cg.config import ConfigError, load
 from autograph_cg.rewrite import RewriteReport, Status, WrapSettings, rewrite_files, undo_files
+from autograph_cg.rewrite.results import plural
 from autograph_cg.sources import discover
 
 
@@ -24,7 +25,7 @@ def _print(report: RewriteReport, fmt: str, check: bool, quiet: bool) -> None:
     for result in report.changed:
         sys.stdout.write(result.diff)
         if not quiet:
-            click.echo(f"{verb} {result.path} ({result.sites} sites)", err=True)
+            click.echo(f"{verb} {result.path} ({plural(result.sites, 'site')})", err=True)
     if not quiet or report.skipped or (check and report.changed):
         click.echo(report.summary(), err=True)
 

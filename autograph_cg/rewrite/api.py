@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from autograph_cg.rewrite.results import FileResult, RewriteReport, Status
 from autograph_cg.rewrite.safety import Unsafe, check_equivalent, load
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings
 from autograph_cg.rewrite.transform import unwrap_all, wrap_sites
+from autograph_cg.sources import decode
 
 _WRAPPER_BYTES = WRAPPER.encode()
 
@@ -30,7 +32,6 @@ class SourceEdit:
     changed: int  # wrappers added or removed
     kept: int  # sites a pragma (or a comment inside a wrapper) kept as they were
     text: str  # the decoded original, for diffs
-    encoding: str
 
 
 def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSettings = WrapSettings()) -> SourceEdit:
@@ -44,7 +45,7 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
             f"no call at {s.span.line}:{s.span.col} for {s.wrapped_class} (file changed since it was analyzed?)",
         )
     if not counts.changed:
-        return SourceEdit(data, 0, counts.kept, loaded.text, loaded.encoding)
+        return SourceEdit(data, 0, counts.kept, loaded.text)
     try:
         present = has_runtime_import(module)
     except ImportConflict as exc:
@@ -56,28 +57,29 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
     baseline = undo_source(data).new
     if undo_source(new).new != baseline:
         raise Unsafe("unsafe", "undo would not restore this file exactly")
-    return SourceEdit(new, counts.changed, counts.kept, loaded.text, loaded.encoding)
+    return SourceEdit(new, counts.changed, counts.kept, loaded.text)
 
 
 def undo_source(data: bytes) -> SourceEdit:
     """Take off rewrite's wrappers and its import; raises Unsafe when the file must be left alone."""
     if _WRAPPER_BYTES not in data:
-        return SourceEdit(data, 0, 0, "", "utf-8")
+        return SourceEdit(data, 0, 0, "")
     loaded = load(data)
     module, counts = unwrap_all(loaded.module, loaded.text)
     module, removed = remove_import(module)
     new = module.bytes
     if new != data:
         check_equivalent(loaded.tree, new, -counts.changed, -int(removed))
-    return SourceEdit(new, counts.changed, counts.kept, loaded.text, loaded.encoding)
+    return SourceEdit(new, counts.changed, counts.kept, loaded.text)
 
 
 def unified_diff(path: str, edit: SourceEdit) -> str:
-    """A `git apply`-able diff with the file's own line endings kept."""
+    """A unified diff with the file's own line endings kept; `git apply`-able for relative paths."""
     old_lines = io.StringIO(edit.text, newline="").readlines()
-    new_lines = io.StringIO(edit.new.decode(edit.encoding), newline="").readlines()
+    new_lines = io.StringIO(decode(edit.new), newline="").readlines()
+    a, b = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
     out = []
-    for line in difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}"):
+    for line in difflib.unified_diff(old_lines, new_lines, a, b):
         out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
@@ -131,9 +133,12 @@ def rewrite_files(
     return report
 
 
-def undo_files(paths: Iterable[str], *, write: bool = True, diff: bool = False) -> RewriteReport:
+def undo_files(
+    paths: Iterable[str], *, write: bool = True, diff: bool = False, errors: Iterable[SourceError] = ()
+) -> RewriteReport:
     """Undo rewrite in `paths` (files); files without the wrapper name are counted but not parsed."""
     report = RewriteReport("undo", write)
+    report.files.extend(FileResult(e.path, Status.SKIPPED, kind="discovery", reason=e.message) for e in errors)
     for path in paths:
         report.files_scanned += 1
         report.files.append(_apply(path, undo_source, write, diff))

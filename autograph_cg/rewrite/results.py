@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 class Status(str, enum.Enum):
     CHANGED = "changed"  # written
     WOULD_CHANGE = "would-change"  # --check / --diff: a write would change it
@@ -29,6 +33,8 @@ class FileResult:
         out: dict[str, Any] = {"path": self.path, "status": self.status.value, "sites": self.sites, "kept": self.kept}
         if self.status is Status.SKIPPED:
             out.update(kind=self.kind, reason=self.reason)
+        if self.diff:
+            out["diff"] = self.diff
         return out
 
 
@@ -61,15 +67,14 @@ class RewriteReport:
         verb = "wrapped" if self.action == "rewrite" else "unwrapped"
         if not self.write:
             verb = f"would be {verb}"
-        files = "files changed" if self.write else "files would change"
         kept = sum(f.kept for f in self.files)
         parts = [
-            f"{self.files_scanned} files scanned",
-            f"{self.sites} sites {verb}",
-            f"{len(self.changed)} {files}",
+            f"{plural(self.files_scanned, 'file')} scanned",
+            f"{plural(self.sites, 'site')} {verb}",
+            f"{plural(len(self.changed), 'file')} {'changed' if self.write else 'would change'}",
         ]
         if kept:
-            parts.append(f"{kept} sites kept by pragma")
+            parts.append(f"{plural(kept, 'site')} kept by pragma")
         skipped = self.skipped
         kinds = Counter(f.kind for f in skipped)
         detail = f" ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})" if skipped else ""

@@ -9,13 +9,12 @@ imports taken off must differ by exactly the intended amount.
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 from dataclasses import dataclass
 
 import libcst as cst
 
 from autograph_cg.rewrite.shape import ast_is_runtime_import, ast_wrapped_call
+from autograph_cg.sources import decode
 
 
 class Unsafe(Exception):
@@ -30,16 +29,14 @@ class Unsafe(Exception):
 class Loaded:
     module: cst.Module
     text: str
-    encoding: str
     tree: ast.Module
 
 
 def load(data: bytes) -> Loaded:
     """Decode and parse `data`; raise Unsafe when it cannot be rewritten byte-for-byte."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        text = data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        text = decode(data)
+    except (SyntaxError, UnicodeDecodeError) as exc:
         raise Unsafe("undecodable", f"cannot decode: {exc}") from None
     try:
         tree = ast.parse(data)
@@ -53,7 +50,7 @@ def load(data: bytes) -> Loaded:
         raise Unsafe("not-reproducible", f"libcst cannot parse it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     if not exact:
         raise Unsafe("not-reproducible", "libcst cannot reproduce it byte-for-byte")
-    return Loaded(module, text, encoding, tree)
+    return Loaded(module, text, tree)
 
 
 class _Strip(ast.NodeTransformer):

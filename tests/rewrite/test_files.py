@@ -6,6 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from autograph_cg.findings import SourceError
 from autograph_cg.rewrite import Status, WrapSettings, rewrite_files, undo_files
 
@@ -20,8 +22,9 @@ def _write(directory: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def test_modes_write_check_and_diff(tmp_path: Path) -> None:
-    f = _write(tmp_path, "a.py", SRC.encode())
+def test_modes_write_check_and_diff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = _write(Path("."), "a.py", SRC.encode())
     sites = sites_for(SRC, {"MLP"}, str(f))
 
     check = rewrite_files(sites, 3, write=False)
@@ -31,7 +34,7 @@ def test_modes_write_check_and_diff(tmp_path: Path) -> None:
 
     diff = rewrite_files(sites, 3, write=False, diff=True)
     text = diff.files[0].diff
-    assert text.startswith(f"--- a/{f}\n+++ b/{f}\n")
+    assert text.startswith("--- a/a.py\n+++ b/a.py\n")
     assert "+        self.m = CUDAGraphedLayer(MLP(1))\n" in text and "-        self.m = MLP(1)\n" in text
     assert f.read_bytes() == SRC.encode()
 
@@ -39,9 +42,9 @@ def test_modes_write_check_and_diff(tmp_path: Path) -> None:
     assert [(r.status, r.sites) for r in done.files] == [(Status.CHANGED, 1)]
     assert b"CUDAGraphedLayer(MLP(1), num_warmup_steps=2)" in f.read_bytes()
     assert done.exit_code(check=False) == 0
-    assert done.summary() == "rewrite: 3 files scanned, 1 sites wrapped, 1 files changed, 0 skipped"
+    assert done.summary() == "rewrite: 3 files scanned, 1 site wrapped, 1 file changed, 0 skipped"
 
-    undone = undo_files([str(f), str(_write(tmp_path, "b.py", b"x = 1\n"))])
+    undone = undo_files([str(f), str(_write(Path("."), "b.py", b"x = 1\n"))])
     assert f.read_bytes() == SRC.encode()
     assert undone.files_scanned == 2 and [r.path for r in undone.changed] == [str(f)]
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
-from autograph_cg.api import Options, analyze
-from autograph_cg.config import ConfigError, load
+from autograph_cg.api import analyze
+from autograph_cg.cli.options import analysis_options, build_options, paths_argument
 from autograph_cg.rewrite import RewriteReport, Status, WrapSettings, rewrite_files, undo_files
 from autograph_cg.rewrite.results import plural
 from autograph_cg.sources import discover
@@ -31,57 +32,45 @@ def _print(report: RewriteReport, fmt: str, check: bool, quiet: bool) -> None:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@paths_argument
+@analysis_options
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when a rewrite would change a file.")
 @click.option("--diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
 @click.option("--undo", is_flag=True, help="Remove the wrappers and the import that rewrite added.")
-@click.option("--warmup-steps", type=click.IntRange(min=0), default=None, help="Pass num_warmup_steps=N to each new wrapper.")
+@click.option("--warmup-steps", type=click.IntRange(min=0), help="Pass num_warmup_steps=N to each new wrapper.")
+@click.option("--wrap-unknown", is_flag=True, help="Also wrap layers whose verdict is unknown.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Read settings from this pyproject.toml.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Analysis processes (default: one per core).")
-@click.option("--no-cache", is_flag=True, help="Analyze every file afresh.")
-@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only problems and the diff.")
-@click.pass_context
 def rewrite(
-    ctx: click.Context,
     paths: tuple[str, ...],
     check: bool,
     diff: bool,
     undo: bool,
     warmup_steps: int | None,
+    wrap_unknown: bool,
     fmt: str,
-    config_path: str | None,
-    jobs: int | None,
-    no_cache: bool,
-    force_exclude: bool,
-    quiet: bool,
+    **kwargs: Any,
 ) -> None:
-    """Wrap the eligible sublayers of the plan in CUDAGraphedLayer (--undo takes them off again)."""
-    if undo and warmup_steps is not None:
-        raise click.UsageError("--warmup-steps applies to new wrappers, not to --undo")
-    try:
-        config = load(list(paths), config_path)
-    except ConfigError as exc:
-        click.echo(f"autograph-cg: {exc}", err=True)
-        ctx.exit(2)
-    for warning in config.warnings:
-        click.echo(f"autograph-cg: warning: {warning}", err=True)
+    """Wrap the plan's sites in CUDAGraphedLayer, in place; --undo takes rewrite's wrappers off again.
+
+    Exit 0 when done or nothing to do, 1 when --check finds files to change, 2 on usage errors or when a
+    file had to be skipped (syntax error, undecodable, not reproducible by libcst, read-only, changed).
+    """
+    if undo and (warmup_steps is not None or wrap_unknown):
+        raise click.UsageError("--warmup-steps and --wrap-unknown apply to rewriting, not to --undo")
+    options = build_options(paths, kwargs, wrap_unknown=wrap_unknown)
     write = not (check or diff)
     if undo:
-        sources, errors = discover(list(paths), config.exclude, force_exclude)
+        sources, errors = discover(list(paths), options.config.exclude, options.force_exclude)
         report = undo_files([s.path for s in sources], write=write, diff=diff, errors=errors)
     else:
-        steps = warmup_steps if warmup_steps is not None else config.warmup_steps
+        steps = warmup_steps if warmup_steps is not None else options.config.warmup_steps
         try:
             settings = WrapSettings(num_warmup_steps=steps)
-        except ValueError as exc:
-            click.echo(f"autograph-cg: warmup-steps: {exc}", err=True)
-            ctx.exit(2)
-        options = Options(config=config, jobs=jobs, use_cache=not no_cache, force_exclude=force_exclude)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(f"warmup-steps: {exc}") from None
         analysis = analyze(list(paths), options)
         report = rewrite_files(
             analysis.plan.sites, len(analysis.files), write=write, diff=diff, settings=settings, errors=analysis.errors
         )
-    _print(report, fmt, check, quiet)
-    ctx.exit(report.exit_code(check))
+    _print(report, fmt, check, bool(kwargs.get("quiet")))
+    sys.exit(report.exit_code(check))

@@ -28,8 +28,9 @@ class WrapSettings:
     num_warmup_steps: int | None = None
 
     def __post_init__(self) -> None:
-        if self.num_warmup_steps is not None and self.num_warmup_steps < 0:
-            raise ValueError("num_warmup_steps must be >= 0")
+        steps = self.num_warmup_steps
+        if steps is not None and (type(steps) is not int or steps < 0):
+            raise ValueError(f"num_warmup_steps must be a whole number >= 0, not {steps!r}")
 
     def keywords(self) -> tuple[tuple[str, int], ...]:
         return tuple((k, v) for k, v in (("num_warmup_steps", self.num_warmup_steps),) if v is not None)

@@ -110,3 +110,10 @@ def test_usage_errors_exit_2(pkg: Path, args: list[str]) -> None:
     result = run(*args)
     assert result.exit_code == 2
     assert (pkg / "layers.py").read_text() == LAYERS
+
+
+def test_bad_warmup_steps_in_pyproject_is_a_usage_error(pkg: Path) -> None:
+    (pkg.parent / "pyproject.toml").write_text('[tool.autograph-cg]\nwarmup-steps = "many"\n')
+    result = run("pkg")
+    assert result.exit_code == 2 and "warmup-steps" in result.stderr
+    assert (pkg / "layers.py").read_text() == LAYERS

@@ -18,7 +18,7 @@ class Severity(str, enum.Enum):
     INFO = "info"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Span:
     line: int
     col: int
@@ -26,7 +26,7 @@ class Span:
     end_col: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Finding:
     path: str
     span: Span
@@ -47,7 +47,7 @@ class Finding:
         return (self.path, self.span.line, self.span.col, self.code)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SourceError:
     """A file (or path argument) that could not be analyzed, and why, in one line."""
 

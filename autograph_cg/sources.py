@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import codecs
 import fnmatch
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -18,31 +19,48 @@ DEFAULT_EXCLUDES = (".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SourceFile:
     path: str  # as shown to the user
     module: str  # dotted module name, from the package folders above it
     is_package: bool  # an __init__.py
+    real: str = ""  # the resolved path, the cache key
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for all patterns: a pattern matches a name, a relative path, or a folder above it."""
+    parts = [fnmatch.translate(p) for p in patterns] + [fnmatch.translate(p.rstrip("/") + "/*") for p in patterns]
+    return re.compile("|".join(f"(?:{part})" for part in parts))
 
 
 def _excluded(name: str, rel: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.rstrip("/") + "/*") for p in patterns)
+    if not patterns:
+        return False
+    matcher = _matcher(patterns)
+    return matcher.match(name) is not None or matcher.match(rel) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_of(folder: str) -> tuple[str, ...]:
+    """The dotted package a folder is, from the `__init__.py` files above it (empty if it is none)."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return ()
+    parent = os.path.dirname(folder)
+    return (*(_package_of(parent) if parent != folder else ()), os.path.basename(folder))
 
 
 def module_of(path: Path) -> tuple[str, bool]:
     """`pkg/sub/mod.py` -> "pkg.sub.mod" while the folders above hold `__init__.py`."""
-    path = path.absolute()
-    is_package = path.name == "__init__.py"
-    parts = [path.stem] if not is_package else []
-    folder = path.parent
-    while (folder / "__init__.py").is_file():
-        parts.append(folder.name)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
+    absolute = os.path.abspath(path)
+    is_package = os.path.basename(absolute) == "__init__.py"
+    folder = os.path.dirname(absolute)
+    parts = _package_of(folder)
+    if not is_package:
+        parts = (*parts, Path(absolute).stem)
     if not parts:
-        parts = [path.parent.name]
-    return ".".join(reversed(parts)), is_package
+        parts = (os.path.basename(folder),)
+    return ".".join(parts), is_package
 
 
 def display(path: Path) -> str:
@@ -71,7 +89,7 @@ def discover(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: boo
         if resolved.is_file():
             if force_exclude and _excluded(path.name, display(path), tuple(exclude)):
                 continue
-            files.setdefault(str(resolved), SourceFile(display(path), *module_of(path)))
+            files.setdefault(str(resolved), SourceFile(display(path), *module_of(path), str(resolved)))
             continue
         if not resolved.is_dir():
             errors.append(SourceError(raw, "not a regular file or directory"))
@@ -94,8 +112,8 @@ def discover(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: boo
                         errors.append(SourceError(display(full), "symlink loop or dangling symlink"))
                         continue
                 found_any = True
-                key = str(full.resolve())
-                files.setdefault(key, SourceFile(display(full), *module_of(full)))
+                key = str(full.resolve()) if full.is_symlink() else os.path.abspath(full)
+                files.setdefault(key, SourceFile(display(full), *module_of(full), key))
         if not found_any:
             errors.append(SourceError(raw, "no Python files found"))
     return sorted(files.values(), key=lambda f: f.path), errors

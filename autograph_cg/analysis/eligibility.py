@@ -58,6 +58,7 @@ class Package:
                 self.classes[cls.qualname] = (module, cls)
             for function in module.functions.values():
                 self.functions[f"{module.module}.{function.name}"] = (module, function)
+        self._roots = {name.split(".", 1)[0] for name in self.modules}
         self._layer: dict[str, bool] = {}
         self._function_memo: dict[tuple[str, str, str], _Result] = {}
         self._in_progress: set[tuple[str, str, str]] = set()
@@ -79,7 +80,7 @@ class Package:
         return None
 
     def in_package(self, qual: str) -> bool:
-        return qual.split(".", 1)[0] in {m.split(".", 1)[0] for m in self.modules}
+        return qual.split(".", 1)[0] in self._roots
 
     def is_layer(self, qual: str) -> bool:
         if qual in self._layer:

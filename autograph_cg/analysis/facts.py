@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from autograph_cg.findings import Finding, Span
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CallRef:
     """A call made by a function that another function or layer may answer.
 
@@ -28,7 +28,7 @@ class CallRef:
     text: str  # the callee as written, for messages: "self.act", "helper"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FunctionFacts:
     name: str
     qualname: str  # "Class.method" or "function" within its module
@@ -38,7 +38,7 @@ class FunctionFacts:
     writes_self: tuple[str, ...] = ()  # attributes assigned on self (for per-call state detection)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SiteFacts:
     """A layer constructed in a class's __init__ (or at module level): `self.mlp = MLP(cfg)`."""
 
@@ -51,7 +51,7 @@ class SiteFacts:
     skipped: bool = False  # `# autograph-cg: skip` on the statement
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ClassFacts:
     name: str
     qualname: str  # "pkg.module.Class"
@@ -64,7 +64,7 @@ class ClassFacts:
     skipped: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ModuleFacts:
     path: str
     module: str  # dotted module name

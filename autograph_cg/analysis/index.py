@@ -165,17 +165,23 @@ class SiteCollector:
         return self.sites
 
     def plain_sites(self, statements: list[ast.stmt]) -> list[SiteFacts]:
-        """Constructions of classes outside any class (`model = Net(cfg)`); only class-like names."""
+        """Constructions of classes outside any class: `model = Net(cfg)`, `return Net(cfg)`, wrapped or not.
+
+        Only calls that are a statement's whole value count, so large literal tables are not walked."""
         for statement in statements:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Call):
-                    cls = self._callee(node)
-                    if cls and cls.rsplit(".", 1)[-1][:1].isupper() and not fw.is_framework(cls):
-                        if cls.endswith(WRAPPER):
-                            continue
-                        target = self._assigned_name(statement, node)
-                        existing = self._is_wrapped(statement, node)
-                        self.sites.append(self._site(node, cls, "", target, "", existing, statement))
+            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)):
+                value = statement.value
+                if isinstance(value, ast.Call):
+                    call, existing = self._unwrap(value)
+                    cls = self._callee(call)
+                    if cls and cls.rsplit(".", 1)[-1][:1].isupper() and not fw.is_framework(cls) and not cls.endswith(WRAPPER):
+                        target = self._assigned_name(statement, value)
+                        self.sites.append(self._site(call, cls, "", target, "", existing, statement))
+            elif isinstance(statement, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                for block in ("body", "orelse", "finalbody"):
+                    self.plain_sites(getattr(statement, block, []) or [])
+                for handler in getattr(statement, "handlers", []):
+                    self.plain_sites(handler.body)
         return self.sites
 
     # ----- walking __init__ and the methods it calls -------------------------------------------------------------
@@ -377,14 +383,7 @@ class SiteCollector:
     def _assigned_name(statement: ast.stmt, call: ast.Call) -> str:
         if isinstance(statement, ast.Assign) and statement.value is call and isinstance(statement.targets[0], ast.Name):
             return statement.targets[0].id
-        return ""
-
-    def _is_wrapped(self, statement: ast.stmt, call: ast.Call) -> bool:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call) and node.args and node.args[0] is call:
-                callee = self._callee(node)
-                return callee is not None and callee.endswith(WRAPPER)
-        return False
+        return "return" if isinstance(statement, ast.Return) else ""
 
 
 def _alternatives(node: ast.expr) -> list[ast.Call]:

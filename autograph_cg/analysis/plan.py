@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from autograph_cg.analysis.eligibility import Package
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class WrapSite:
     """One constructor call to wrap: `span` covers exactly the call expression, e.g. `MLP(cfg)`."""
 
@@ -27,7 +27,7 @@ class WrapSite:
     existing: bool = False  # already `CUDAGraphedLayer(...)` in the source: nothing to do
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TreeNode:
     """One layer in the instantiation tree, for `plan` output and reports."""
 
@@ -39,7 +39,7 @@ class TreeNode:
     children: tuple["TreeNode", ...] = field(default=())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Plan:
     sites: tuple[WrapSite, ...]
     verdicts: dict[str, Verdict]
@@ -104,10 +104,11 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
                 wrap = WrapSite(path, site.span, child or site.cls, owner, site.target or "", _short(site.container), site.existing)
                 sites.append(wrap)
                 by_site[id(site)] = wrap
+    built_loose = {child for _, _, child in loose}
     notes = [
         f"{qual} is eligible as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...))`"
         for qual in verdicts
-        if wrappable(qual) and qual not in constructed_inside and not any(c == qual for _, _, c in loose)
+        if wrappable(qual) and qual not in constructed_inside and qual not in built_loose
     ]
     notes += [
         f"{qual} is inside a graph in one place and not in another: its sublayers are left unwrapped"

@@ -13,7 +13,7 @@ class Status(str, enum.Enum):
     SKIPPED = "skipped"  # `# autograph-cg: skip` on the class
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Reason:
     """One blocking (or unresolved) fact, reached from the class's forward through `chain`."""
 
@@ -28,7 +28,7 @@ class Reason:
         return f"{where}:{self.line} {self.code} {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Verdict:
     qualname: str  # "pkg.module.Class"
     path: str

@@ -1,0 +1,570 @@
+"""Framework-neutral runtime: warmup, graph cache, graph slots per in-flight call, pool safety, fallback.
+
+An adapter (``torch_adapter`` / ``paddle_adapter``) supplies the tensor operations (``Ops``) and the
+autograd function; everything that decides *when* to capture, replay or run eagerly lives here.
+Docs: docs/runtime.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ContextManager, Protocol, Sequence
+
+from . import settings
+from .keys import GraphKey, explain_miss
+from .stats import LayerStats
+from .tree import UnsupportedArgument, flatten, unflatten
+
+
+class Graph(Protocol):
+    """One captured graph. ``outputs`` are its static outputs; ``live_outputs`` carry the autograd
+    history the backward graph differentiates (the same tensors for a real graph)."""
+
+    outputs: list
+
+    def capture(self, fn: Callable[[], list]) -> list: ...
+    def replay(self) -> None: ...
+    @property
+    def live_outputs(self) -> list: ...
+
+
+class Ops(Protocol):
+    """What the core needs from a framework. Both adapters implement every method."""
+
+    name: str
+
+    def is_tensor(self, x: Any) -> bool: ...
+    def is_static(self, x: Any) -> bool: ...
+    def meta(self, t: Any) -> tuple: ...
+    def context(self) -> tuple: ...
+    def grad_enabled(self) -> bool: ...
+    def requires_grad(self, t: Any) -> bool: ...
+    def grad_mode(self, enabled: bool) -> ContextManager: ...
+    def capture_context(self) -> ContextManager: ...
+    def parameters(self, layer: Any) -> list: ...
+    def buffers(self, layer: Any) -> list: ...
+    def data_ptr(self, t: Any) -> int: ...
+    def version(self, t: Any) -> int: ...
+    def device(self, t: Any) -> Any: ...
+    def input_reason(self, t: Any, backend: str) -> str | None: ...
+    def make_static(self, t: Any, requires_grad: bool) -> Any: ...
+    def copy_(self, dst: Any, src: Any) -> None: ...
+    def clone(self, t: Any) -> Any: ...
+    def zero_(self, t: Any) -> None: ...
+    def zeros_like(self, t: Any) -> Any: ...
+    def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
+    def flat_views(self, params: list) -> tuple[list, list]: ...
+    def grad_of(self, p: Any) -> Any: ...
+    def set_grad(self, p: Any, g: Any) -> None: ...
+    def is_same(self, a: Any, b: Any) -> bool: ...
+    def held_elsewhere(self, flats: list, views: list, idx: Sequence[int]) -> bool: ...
+    def foreach_add_(self, dsts: list, srcs: list) -> None: ...
+    def foreach_zero_(self, ts: list) -> None: ...
+    def rng_state(self, device: Any) -> Any: ...
+    def set_rng_state(self, state: Any, device: Any) -> None: ...
+    def hooks_reason(self, layer: Any) -> str | None: ...
+    def prerequisites_reason(self, backend: str, device: Any) -> str | None: ...
+    def new_pool(self, backend: str, device: Any) -> Any: ...
+    def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
+    def capture_stream(self, backend: str, device: Any) -> ContextManager: ...
+    def anchor(self, device: Any) -> Any: ...
+    def apply(self, runner: "Runner", slot: "Slot", anchor: Any, tensors: list) -> list: ...
+
+
+class PoolLedger:
+    """Bookkeeping of one shared memory pool (one per device and in-flight depth).
+
+    Graphs in one pool reuse each other's freed temporaries. Replaying graph G is safe only if no
+    call still waiting for its backward holds memory captured *after* G (that memory may sit in G's
+    temporaries). Capture sequence numbers make that check exact; ``epoch`` counts replays so a
+    second backward through the same call can tell whether its saved activations are intact.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.inflight: dict[int, int] = {}
+        self.epoch = 0
+        self._seq = 0
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        self.epoch += 1
+        return self._seq
+
+    def may_replay(self, seq: int) -> bool:
+        return all(s < seq for s in self.inflight.values())
+
+
+_ledgers: dict[tuple, PoolLedger] = {}
+
+
+def ledger_for(ops: Ops, backend: str, device: Any, depth: int) -> PoolLedger:
+    key = (ops.name, backend, str(device), depth)
+    ledger = _ledgers.get(key)
+    if ledger is None:
+        ledger = _ledgers[key] = PoolLedger(ops.new_pool(backend, device))
+    return ledger
+
+
+@dataclass(eq=False)
+class Slot:
+    """One captured forward graph (and its backward graph) with its static buffers."""
+
+    ledger: PoolLedger
+    fwd: Graph
+    fwd_seq: int
+    static_inputs: list
+    out_spec: tuple
+    nondiff: tuple = ()
+    diff_outputs: tuple = ()
+    used_inputs: tuple = ()
+    used_params: tuple = ()
+    grad_outputs: list = field(default_factory=list)
+    params: list = field(default_factory=list)
+    bwd: Graph | None = None
+    bwd_seq: int = 0
+    busy: bool = False
+    stale: bool = False
+    generation: int = 0
+    release_epoch: int = -1
+
+
+@dataclass(eq=False)
+class Entry:
+    key: GraphKey
+    warm: int = 0
+    slots: list = field(default_factory=list)
+
+
+class Token:
+    """Held by the autograd context of one graphed call; frees the slot if the call's graph dies unused."""
+
+    __slots__ = ("runner", "slot", "generation")
+
+    def __init__(self, runner: "Runner", slot: Slot) -> None:
+        self.runner, self.slot, self.generation = runner, slot, slot.generation
+
+    def __del__(self) -> None:
+        try:
+            self.runner.release(self.slot, self.generation)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class GradBank:
+    """Flat gradient storage the runtime owns. Its views become ``param.grad`` and every backward
+    graph accumulates into them, so replays add no launch per parameter; grads that the user set to
+    None are re-adopted, grads that someone else allocated get one grouped add."""
+
+    def __init__(self, ops: Ops, params: list) -> None:
+        self.ops, self.params = ops, params
+        self.flats, self.views = ops.flat_views(params)
+
+    def prepare(self, used: Sequence[int]) -> tuple[list, list] | None:
+        """Zero the regions the next replay must not add to; None when a region can't be reused."""
+        ops, params, views = self.ops, self.params, self.views
+        none, foreign = [], []
+        for j in used:
+            g = ops.grad_of(params[j])
+            if g is None:
+                none.append(j)
+            elif not ops.is_same(g, views[j]):
+                foreign.append(j)
+        if none and ops.held_elsewhere(self.flats, views, none):
+            return None
+        fresh = none + foreign
+        if len(fresh) == len(views):
+            for flat in self.flats:
+                ops.zero_(flat)
+        elif fresh:
+            ops.foreach_zero_([views[j] for j in fresh])
+        return none, foreign
+
+    def finish(self, plan: tuple[list, list]) -> None:
+        ops, params, views = self.ops, self.params, self.views
+        none, foreign = plan
+        for j in none:
+            ops.set_grad(params[j], views[j])
+        if foreign:
+            ops.foreach_add_([ops.grad_of(params[j]) for j in foreign], [views[j] for j in foreign])
+
+
+def accumulate_eagerly(ops: Ops, params: list, grads: list) -> None:
+    """What AccumulateGrad does, grouped: adopt fresh grads where none exist, add the rest at once."""
+    dsts, srcs = [], []
+    for p, g in zip(params, grads):
+        if g is None:
+            continue
+        current = ops.grad_of(p)
+        if current is None:
+            ops.set_grad(p, g)
+        else:
+            dsts.append(current)
+            srcs.append(g)
+    if dsts:
+        ops.foreach_add_(dsts, srcs)
+
+
+def _rebuild_runner(ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str) -> "Runner":
+    adapter = importlib.import_module(f"{__package__}.{ops_name}_adapter")
+    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class Runner:
+    """The state machine behind one CUDAGraphedLayer: per key, warm up, capture, replay, or run eagerly."""
+
+    def __init__(
+        self,
+        ops: Ops,
+        layer: Any,
+        num_warmup_steps: int,
+        max_graphs: int,
+        backend: str,
+        name: str,
+    ) -> None:
+        if num_warmup_steps < 0:
+            raise ValueError("num_warmup_steps must be >= 0")
+        if max_graphs < 1:
+            raise ValueError("max_graphs must be >= 1")
+        self.ops, self.layer = ops, layer
+        self.num_warmup_steps, self.max_graphs = num_warmup_steps, max_graphs
+        self.backend = backend
+        self.stats = LayerStats(name)
+        self.entries: dict[GraphKey, Entry] = {}
+        self.graph_count = 0
+        self._params: list | None = None
+        self._buffers: list = []
+        self._signature: tuple | None = None
+        self._bank: GradBank | None = None
+        self._anchor: Any = None
+
+    def __reduce__(self) -> tuple:
+        # Copies and pickles carry the settings and the layer, never graphs: a copy captures anew.
+        args = (self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name)
+        return (_rebuild_runner, args)
+
+    # ---------------------------------------------------------------- calls
+    def __call__(self, args: tuple, kwargs: dict) -> Any:
+        ops = self.ops
+        reason = settings.disabled_by_env()
+        if reason:
+            return self._eager(args, kwargs, f"disabled by {reason}")
+        if self.stats.disabled_reason:
+            self.stats.eager_calls += 1
+            return self.layer(*args, **kwargs)
+        try:
+            tensors, spec = flatten((args, kwargs), ops.is_tensor, ops.is_static)
+        except UnsupportedArgument as err:
+            return self._eager(args, kwargs, "unsupported argument", str(err))
+        signature, trainable = self._check_parameters()
+        needs_grad = ops.grad_enabled() and (trainable or any(ops.requires_grad(t) for t in tensors))
+        key = GraphKey(
+            bool(getattr(self.layer, "training", False)),
+            needs_grad,
+            ops.context(),
+            spec,
+            tuple(ops.meta(t) for t in tensors),
+        )
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self._new_entry(key)
+        if entry.warm < self.num_warmup_steps:
+            entry.warm += 1
+            return self._warmup(args, kwargs, tensors)
+        backend, device, why = self._placement(tensors)
+        if why:
+            return self._eager(args, kwargs, why)
+        slot = self._acquire(entry, tensors, spec, backend, device)
+        if slot is None:
+            return self.layer(*args, **kwargs)
+        if slot.bwd is None:
+            outs = self._replay_inference(slot, tensors)
+        else:
+            if self._anchor is None:
+                self._anchor = ops.anchor(device)
+            outs = ops.apply(self, slot, self._anchor, tensors)
+        return unflatten(slot.out_spec, list(outs))
+
+    def _eager(self, args: tuple, kwargs: dict, reason: str, detail: str = "") -> Any:
+        self.stats.eager_calls += 1
+        self.stats.fallback(reason, detail)
+        return self.layer(*args, **kwargs)
+
+    def _new_entry(self, key: GraphKey) -> Entry:
+        # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
+        if len(self.entries) >= 4 * self.max_graphs:
+            for old_key in [k for k, e in self.entries.items() if not e.slots][: len(self.entries) // 2]:
+                del self.entries[old_key]
+        entry = self.entries[key] = Entry(key)
+        return entry
+
+    def _warmup(self, args: tuple, kwargs: dict, tensors: list) -> Any:
+        ops = self.ops
+        versions = [ops.version(t) for t in tensors]
+        self.stats.warmup_calls += 1
+        out = self.layer(*args, **kwargs)
+        for i, (t, v) in enumerate(zip(tensors, versions)):
+            if ops.version(t) != v:
+                self.stats.disable(f"forward writes into its tensor argument {i} in place")
+                break
+        return out
+
+    def _placement(self, tensors: list) -> tuple[str, Any, str]:
+        ops = self.ops
+        probe = tensors[0] if tensors else (self._params or [None])[0]
+        if probe is None:
+            return "", None, "no tensor argument or parameter to place the graph"
+        device = ops.device(probe)
+        backend = settings.backend_from_env(self.backend)
+        if backend not in ("auto", "cuda", "standin"):
+            return "", None, f"unknown backend {backend!r}"
+        if backend == "auto":
+            backend = "cuda" if ops.input_reason(probe, "cuda") is None else ""
+            if not backend:
+                return "", None, f"not on a CUDA device ({device})"
+        for i, t in enumerate(tensors):
+            why = ops.input_reason(t, backend)
+            if why:
+                return "", None, f"tensor argument {i} {why}"
+        return backend, device, ""
+
+    def _check_parameters(self) -> tuple[tuple, bool]:
+        """Re-capture when a parameter or buffer moved (``.to()``, ``param.data = ...``) or froze."""
+        ops = self.ops
+        if self._params is None:
+            self._params = ops.parameters(self.layer)
+            self._buffers = ops.buffers(self.layer)
+        flags = tuple(ops.requires_grad(p) for p in self._params)
+        signature = (
+            tuple(ops.data_ptr(p) for p in self._params),
+            flags,
+            tuple(ops.data_ptr(b) for b in self._buffers),
+        )
+        if self._signature is not None and signature != self._signature and self.graph_count:
+            self._drop_graphs()
+            self.stats.recaptures += 1
+            self.stats.fallback("parameters or buffers were re-allocated or frozen: graphs re-captured")
+        self._signature = signature
+        return signature, any(flags)
+
+    def _drop_graphs(self) -> None:
+        for entry in self.entries.values():
+            for slot in entry.slots:
+                slot.stale = True
+                slot.ledger.inflight.pop(id(slot), None)
+            entry.slots.clear()
+        self.graph_count = 0
+        self._bank = None
+
+    # -------------------------------------------------------------- capture
+    def _acquire(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
+        for slot in entry.slots:
+            if not slot.busy and slot.ledger.may_replay(slot.fwd_seq):
+                return slot
+        if self.graph_count >= self.max_graphs:
+            self.stats.eager_calls += 1
+            others = [k for k, e in self.entries.items() if e.slots]
+            self.stats.fallback(
+                f"graph cache full ({self.max_graphs} graphs)", explain_miss(entry.key, others)
+            )
+            return None
+        slot = self._capture(entry, tensors, spec, backend, device)
+        if slot is None:
+            self.stats.eager_calls += 1
+        return slot
+
+    def _capture(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
+        ops, key = self.ops, entry.key
+        why = ops.hooks_reason(self.layer) or ops.prerequisites_reason(backend, device)
+        if why:
+            self.stats.disable(why)
+            return None
+        train = key.needs_grad
+        params = [p for p in self._params or [] if ops.requires_grad(p)] if train else []
+        bank = self._grad_bank(params) if params else None
+        ledger = ledger_for(ops, backend, device, len(entry.slots))
+        started = time.perf_counter()
+        state = self._save_state(device)
+        try:
+            static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
+            run_layer, last_spec = self._forward_fn(spec, static, train)
+            with ops.capture_stream(backend, device), ops.capture_context():
+                probe = self._probe(run_layer, static, params, train)
+                out_spec = last_spec[0]
+                fwd = ops.new_graph(backend, device, ledger.handle)
+                flat = fwd.capture(run_layer)
+                if last_spec[0] != out_spec:
+                    raise RuntimeError("the output structure changed between two runs")
+                slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
+                if slot.diff_outputs and (slot.used_inputs or slot.used_params):
+                    slot.params = [params[j] for j in slot.used_params]
+                    slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+                    slot.bwd = ops.new_graph(backend, device, ledger.handle)
+                    slot.bwd.capture(self._backward_fn(slot, bank))
+                    slot.bwd_seq = ledger.next_seq()
+        except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
+            self._restore_state(state)
+            self.stats.capture_seconds += time.perf_counter() - started
+            self.stats.disable(f"capture failed: {_first_line(err)}")
+            return None
+        self._restore_state(state)
+        self.stats.capture_seconds += time.perf_counter() - started
+        self.stats.captures += 1
+        self.graph_count += 1
+        entry.slots.append(slot)
+        settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, key.tensors)
+        return slot
+
+    def _forward_fn(self, spec: tuple, static: list, train: bool) -> tuple[Callable[[], list], list]:
+        ops, layer = self.ops, self.layer
+        last_spec: list = [None]
+
+        def run_layer() -> list:
+            args, kwargs = unflatten(spec, static)
+            with ops.grad_mode(train):
+                out = layer(*args, **kwargs)
+            flat, last_spec[0] = flatten(out, ops.is_tensor, ops.is_static)
+            return flat
+
+        return run_layer, last_spec
+
+    def _probe(self, run_layer: Callable[[], list], static: list, params: list, train: bool) -> tuple:
+        """One throwaway run on the capture stream: initialises per-stream handles and workspaces
+        outside the capture and finds which outputs, inputs and parameters take part in backward."""
+        ops = self.ops
+        flat = run_layer()
+        if not train:
+            return (tuple(range(len(flat))), (), (), ())
+        diff_out = tuple(i for i, o in enumerate(flat) if ops.requires_grad(o))
+        nondiff = tuple(i for i in range(len(flat)) if i not in diff_out)
+        cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
+        if not diff_out or not (cand or params):
+            return (nondiff, diff_out, (), ())
+        grads = ops.autograd_grad(
+            [flat[i] for i in diff_out],
+            [static[i] for i in cand] + params,
+            [ops.zeros_like(flat[i]) for i in diff_out],
+        )
+        used_inputs = tuple(i for i, g in zip(cand, grads[: len(cand)]) if g is not None)
+        used_params = tuple(j for j, g in enumerate(grads[len(cand) :]) if g is not None)
+        return (nondiff, diff_out, used_inputs, used_params)
+
+    def _backward_fn(self, slot: Slot, bank: GradBank | None) -> Callable[[], list]:
+        ops = self.ops
+        inputs = [slot.static_inputs[i] for i in slot.used_inputs]
+        n = len(inputs)
+
+        def run_backward() -> list:
+            outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
+            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+            if bank is not None and slot.used_params:
+                # Views are looked up per run: a lasting reference would hide a user's alias from
+                # GradBank.prepare (ops.held_elsewhere counts references).
+                ops.foreach_add_([bank.views[j] for j in slot.used_params], grads[n:])
+            return grads[:n]
+
+        return run_backward
+
+    def _grad_bank(self, params: list) -> GradBank:
+        bank = self._bank
+        if bank is None or len(bank.params) != len(params) or any(p is not q for p, q in zip(bank.params, params)):
+            bank = self._bank = GradBank(self.ops, params)
+        return bank
+
+    def _save_state(self, device: Any) -> tuple:
+        ops = self.ops
+        buffers = [(b, ops.clone(b)) for b in self._buffers]
+        grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank else []
+        return ops.rng_state(device), device, buffers, grads
+
+    def _restore_state(self, state: tuple) -> None:
+        ops = self.ops
+        rng, device, buffers, grads = state
+        ops.set_rng_state(rng, device)
+        for dst, src in buffers + grads:
+            ops.copy_(dst, src)
+
+    # --------------------------------------------------------------- replay
+    def _copy_in(self, slot: Slot, tensors: Sequence[Any]) -> None:
+        ops = self.ops
+        for static, t in zip(slot.static_inputs, tensors):
+            if ops.meta(static)[:3] != ops.meta(t)[:3]:
+                raise RuntimeError(
+                    f"graph input mismatch: {ops.meta(t)[:3]} into a buffer of {ops.meta(static)[:3]}"
+                )
+            ops.copy_(static, t)
+
+    def _replay_inference(self, slot: Slot, tensors: list) -> list:
+        self._copy_in(slot, tensors)
+        slot.fwd.replay()
+        slot.ledger.epoch += 1
+        self.stats.forward_replays += 1
+        return [self.ops.clone(o) for o in slot.fwd.outputs]
+
+    def forward_replay(self, slot: Slot, tensors: Sequence[Any]) -> list:
+        """Run inside the adapter's autograd function: copy in, replay, hand out clones."""
+        outs = self._replay_inference(slot, tensors)
+        slot.busy = True
+        slot.generation += 1
+        slot.ledger.inflight[id(slot)] = slot.fwd_seq
+        return outs
+
+    def track(self, slot: Slot) -> Token:
+        return Token(self, slot)
+
+    def release(self, slot: Slot, generation: int) -> None:
+        if slot.busy and slot.generation == generation:
+            slot.busy = False
+            slot.ledger.inflight.pop(id(slot), None)
+            slot.release_epoch = slot.ledger.epoch
+
+    def backward_replay(self, token: Token, grads: Sequence[Any]) -> list:
+        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand out grads."""
+        ops, slot = self.ops, token.slot
+        if slot.generation != token.generation or (
+            not slot.busy and slot.ledger.epoch != slot.release_epoch and not slot.stale
+        ):
+            raise RuntimeError(
+                f"{self.stats.name}: backward through a graphed call whose buffers were reused; "
+                "a second backward (retain_graph) must come before the layer runs again"
+            )
+        for static, i in zip(slot.grad_outputs, slot.diff_outputs):
+            g = grads[i]
+            if g is None:
+                ops.zero_(static)
+            else:
+                ops.copy_(static, g)
+        bank = self._bank
+        plan = bank.prepare(slot.used_params) if (bank and slot.used_params and not slot.stale) else ((), ())
+        if slot.stale or plan is None or not slot.ledger.may_replay(slot.bwd_seq):
+            in_grads = self._backward_eagerly(slot)
+        else:
+            slot.bwd.replay()
+            slot.ledger.epoch += 1
+            if slot.used_params:
+                bank.finish(plan)
+            self.stats.backward_replays += 1
+            in_grads = [ops.clone(g) for g in slot.bwd.outputs]
+        self.release(slot, token.generation)
+        result: list = [None] * len(slot.static_inputs)
+        for i, g in zip(slot.used_inputs, in_grads):
+            result[i] = g
+        return result
+
+    def _backward_eagerly(self, slot: Slot) -> list:
+        """Differentiate the captured autograd graph without replaying it (replay would not be safe)."""
+        ops = self.ops
+        used = slot.params
+        inputs = [slot.static_inputs[i] for i in slot.used_inputs]
+        outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
+        grads = ops.autograd_grad(outs, inputs + used, slot.grad_outputs)
+        accumulate_eagerly(ops, used, grads[len(inputs) :])
+        self.stats.eager_backwards += 1
+        return list(grads[: len(inputs)])

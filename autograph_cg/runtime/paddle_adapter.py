@@ -1,0 +1,314 @@
+"""Paddle adapter: ``paddle.device.cuda.graphs.CUDAGraph`` for capture, ``paddle.autograd.PyLayer`` for autograd.
+
+Imported only when a ``paddle.nn.Layer`` is wrapped. On CPU Paddle the stand-in graph replaces the
+CUDA graph; the CUDA path follows Paddle's API but has not run here (PyPI's Paddle GPU wheel has no
+kernels for the H200), see docs/runtime.md.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any, ContextManager, Sequence
+
+import paddle
+from paddle.autograd import PyLayer
+
+from . import settings
+from .core import Runner, Slot
+from .layer import CUDAGraphedLayer
+from .standin import StandInGraph
+
+_PLACE_TYPES = tuple(
+    getattr(paddle.base.core, n) for n in ("Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace")
+    if hasattr(paddle.base.core, n)
+)
+_SYNC_TARGETS = [
+    (paddle.Tensor, name)
+    for name in ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__", "nonzero")
+] + [(paddle, "nonzero")]
+
+
+def _amp_state() -> tuple:
+    tracer = paddle.base.framework._dygraph_tracer()
+    return (str(getattr(tracer, "_amp_level", "")), str(getattr(tracer, "_amp_dtype", "")))
+
+
+def _flag(name: str) -> Any:
+    try:
+        return paddle.get_flags([name])[name]
+    except (ValueError, KeyError):
+        return None
+
+
+class PaddleCudaGraph:
+    """A Paddle CUDA graph in thread-local mode in the shared pool, reset cleanly when capture fails."""
+
+    def __init__(self, place: Any, pool: Any) -> None:
+        from paddle.device.cuda.graphs import CUDAGraph
+
+        self._graph = CUDAGraph(place=place, mode="thread_local", pool_id=pool)
+        self.outputs: list = []
+
+    def capture(self, fn: Any) -> list:
+        self._graph.capture_begin()
+        try:
+            outputs = list(fn())
+        except BaseException:
+            for step in (self._graph.capture_end, self._graph.reset):
+                try:
+                    step()
+                except Exception:
+                    pass
+            raise
+        self._graph.capture_end()
+        self.outputs = outputs
+        return outputs
+
+    def replay(self) -> None:
+        self._graph.replay()
+
+    @property
+    def live_outputs(self) -> list:
+        return self.outputs
+
+
+class PaddleOps:
+    """The tensor operations the core needs, in Paddle."""
+
+    name = "paddle"
+
+    is_tensor = staticmethod(lambda x: isinstance(x, paddle.Tensor))
+    is_static = staticmethod(lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
+    grad_enabled = staticmethod(paddle.is_grad_enabled)
+    requires_grad = staticmethod(lambda t: not t.stop_gradient)
+    data_ptr = staticmethod(lambda t: t.data_ptr())
+    version = staticmethod(lambda t: t.inplace_version)
+    device = staticmethod(lambda t: t.place)
+    zeros_like = staticmethod(paddle.zeros_like)
+    grad_of = staticmethod(lambda p: p.grad)
+
+    @staticmethod
+    def meta(t: paddle.Tensor) -> tuple:
+        return (tuple(t.shape), t.dtype, str(t.place), not t.stop_gradient)
+
+    @staticmethod
+    def context() -> tuple:
+        return (paddle.is_grad_enabled(), _amp_state())
+
+    @staticmethod
+    def grad_mode(enabled: bool) -> ContextManager:
+        return paddle.enable_grad() if enabled else paddle.no_grad()
+
+    @staticmethod
+    def capture_context() -> ContextManager:
+        return nullcontext()
+
+    @staticmethod
+    def parameters(layer: paddle.nn.Layer) -> list:
+        return list(layer.parameters())
+
+    @staticmethod
+    def buffers(layer: paddle.nn.Layer) -> list:
+        return list(layer.buffers())
+
+    @staticmethod
+    def input_reason(t: paddle.Tensor, backend: str) -> str | None:
+        if backend == "cuda" and not t.place.is_gpu_place():
+            return f"is on {t.place}, not CUDA"
+        return None
+
+    @staticmethod
+    def make_static(t: paddle.Tensor, requires_grad: bool) -> paddle.Tensor:
+        with paddle.no_grad():
+            static = t.detach().clone()
+        static.stop_gradient = not requires_grad
+        return static
+
+    @staticmethod
+    def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
+        with paddle.no_grad():
+            dst.detach().copy_(src.detach(), False)
+
+    @staticmethod
+    def clone(t: paddle.Tensor) -> paddle.Tensor:
+        with paddle.no_grad():
+            return t.detach().clone()
+
+    @staticmethod
+    def zero_(t: paddle.Tensor) -> None:
+        with paddle.no_grad():
+            t.detach().zero_()
+
+    @staticmethod
+    def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
+        return list(paddle.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True))
+
+    @staticmethod
+    def flat_views(params: list) -> tuple[list, list]:
+        groups: dict[tuple, list[int]] = {}
+        for j, p in enumerate(params):
+            groups.setdefault((p.dtype, str(p.place)), []).append(j)
+        flats, views = [], [None] * len(params)
+        for idx in groups.values():
+            first = params[idx[0]]
+            sizes = [int(params[j].numel()) for j in idx]
+            flat = paddle.zeros([sum(sizes)], dtype=first.dtype).to(first.place)
+            offset = 0
+            for j, n in zip(idx, sizes):
+                views[j] = flat[offset : offset + n].reshape(params[j].shape)
+                offset += n
+            flats.append(flat)
+        return flats, views
+
+    @staticmethod
+    def set_grad(p: paddle.Tensor, g: paddle.Tensor) -> None:
+        # Shares g's memory (the ``grad`` setter would copy). A fresh view, because clearing a grad
+        # with set_to_zero=False releases the tensor it was given.
+        p._copy_gradient_from(g.view(g.shape))
+
+    @staticmethod
+    def is_same(a: paddle.Tensor, b: paddle.Tensor) -> bool:
+        return a.data_ptr() == b.data_ptr() and a.shape == b.shape
+
+    @staticmethod
+    def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:
+        return False  # Paddle exposes no storage use count; see docs/runtime.md
+
+    @staticmethod
+    def foreach_add_(dsts: list, srcs: list) -> None:
+        with paddle.no_grad():
+            for d, s in zip(dsts, srcs):
+                d.add_(s)
+
+    @staticmethod
+    def foreach_zero_(ts: list) -> None:
+        with paddle.no_grad():
+            for t in ts:
+                t.zero_()
+
+    @staticmethod
+    def rng_state(device: Any) -> tuple:
+        gpu = paddle.get_cuda_rng_state() if device.is_gpu_place() else None
+        return paddle.get_rng_state("cpu"), gpu
+
+    @staticmethod
+    def set_rng_state(state: tuple, device: Any) -> None:
+        cpu, gpu = state
+        paddle.set_rng_state(cpu, "cpu")
+        if gpu is not None:
+            paddle.set_cuda_rng_state(gpu)
+
+    @staticmethod
+    def hooks_reason(layer: paddle.nn.Layer) -> str | None:
+        for name, sub in [("", layer), *layer.named_sublayers()]:
+            for attr in ("_forward_pre_hooks", "_forward_post_hooks"):
+                if getattr(sub, attr, None):
+                    return f"layer hooks on {name or 'the layer'} ({attr}) would run only at capture"
+        return None
+
+    @staticmethod
+    def prerequisites_reason(backend: str, device: Any) -> str | None:
+        if backend != "cuda":
+            return None
+        strategy = _flag("FLAGS_allocator_strategy")
+        if strategy not in (None, "auto_growth"):
+            return f"FLAGS_allocator_strategy={strategy}; CUDA graphs need auto_growth"
+        if _flag("FLAGS_cudnn_exhaustive_search"):
+            return "FLAGS_cudnn_exhaustive_search is on; it picks kernels during capture"
+        return None
+
+    @staticmethod
+    def new_pool(backend: str, device: Any) -> Any:
+        if backend != "cuda":
+            return object()
+        from paddle.device.cuda.graphs import CoreCUDAGraph
+
+        make = getattr(CoreCUDAGraph, "gen_new_memory_pool_id", None)
+        return make() if make else None
+
+    def new_graph(self, backend: str, device: Any, pool: Any) -> Any:
+        if backend == "cuda":
+            return PaddleCudaGraph(device, pool)
+        return StandInGraph(self.copy_, _SYNC_TARGETS)
+
+    @staticmethod
+    def capture_stream(backend: str, device: Any) -> ContextManager:
+        return nullcontext()  # Paddle captures on the place's current stream, never the legacy one
+
+    @staticmethod
+    def anchor(device: Any) -> paddle.Tensor:
+        anchor = paddle.zeros([1]).to(device)
+        anchor.stop_gradient = False
+        return anchor
+
+    @staticmethod
+    def apply(runner: Runner, slot: Slot, anchor: paddle.Tensor, tensors: list) -> tuple:
+        outs = _GraphedCall.apply(runner, slot, anchor, *tensors)
+        return tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+
+
+class _GraphedCall(PyLayer):
+    """The autograd boundary of one replayed call."""
+
+    @staticmethod
+    def forward(ctx: Any, runner: Runner, slot: Slot, anchor: paddle.Tensor, *tensors: paddle.Tensor) -> tuple:
+        outs = runner.forward_replay(slot, tensors)
+        ctx.set_materialize_grads(False)
+        if slot.nondiff:
+            ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
+        ctx.token = runner.track(slot)
+        settings.debug("%s forward replay", runner.stats.name)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: paddle.Tensor) -> tuple:
+        token = ctx.token
+        in_grads = token.runner.backward_replay(token, grads)
+        settings.debug("%s backward replay", token.runner.stats.name)
+        return (None, *in_grads)
+
+
+class PaddleGraphedLayer(paddle.nn.Layer):
+    """``CUDAGraphedLayer`` for a ``paddle.nn.Layer``: a real layer whose ``state_dict`` keys are the
+    wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
+
+    def __init__(
+        self,
+        layer: paddle.nn.Layer,
+        num_warmup_steps: int = 3,
+        *,
+        max_graphs: int = 32,
+        backend: str = "auto",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.layer = layer
+        label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
+        self._runner = Runner(_OPS, layer, num_warmup_steps, max_graphs, backend, label)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner(args, kwargs)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self._runner.stats.as_dict()
+
+    # state_dict / set_state_dict / to_static_state_dict all go through these two.
+    def _state_dict_impl(self, *args: Any, **kwargs: Any) -> Any:
+        return self.layer._state_dict_impl(*args, **kwargs)
+
+    def _obtain_parameters_buffers(self, *args: Any, **kwargs: Any) -> Any:
+        return self.layer._obtain_parameters_buffers(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            sub_layers = self.__dict__.get("_sub_layers") or {}
+            if name == "layer" or "layer" not in sub_layers:
+                raise
+            return getattr(sub_layers["layer"], name)
+
+
+_OPS = PaddleOps()
+CUDAGraphedLayer.register(PaddleGraphedLayer)

@@ -1,0 +1,81 @@
+"""A CPU stand-in for a CUDA graph that keeps graph semantics, so the runtime can be tested without a GPU.
+
+Capture records a computation on the static input buffers; replay recomputes it from those same
+buffers and writes the results in place into the same static output buffers. A runtime that forgot
+to copy new inputs in, or handed out a static output that the next replay overwrites, gives wrong
+numbers here as it would on a GPU. While capturing, the host-syncing tensor methods raise the way a
+capturing CUDA stream refuses them, and ``is_capturing()`` is true.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
+
+_MISSING = object()
+_depth = 0
+
+
+class HostSyncDuringCapture(RuntimeError):
+    """Raised by a host-syncing call made while a stand-in graph captures."""
+
+
+def is_capturing() -> bool:
+    """True while a stand-in graph records; test layers use it to act like code that syncs."""
+    return _depth > 0
+
+
+def _refuse(name: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise HostSyncDuringCapture(f"operation not permitted when stream is capturing: {name}")
+
+    return refuse
+
+
+@contextmanager
+def refusing_host_syncs(targets: Sequence[tuple[Any, str]]) -> Iterator[None]:
+    """Replace each ``owner.name`` by a function that raises, for the duration of a capture."""
+    global _depth
+    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name in targets]
+    for owner, name, _ in saved:
+        setattr(owner, name, _refuse(f"{getattr(owner, '__name__', owner)}.{name}"))
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        for owner, name, original in reversed(saved):
+            if original is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
+class StandInGraph:
+    """Graph semantics on CPU: ``replay`` recomputes the captured function and writes in place."""
+
+    def __init__(self, copy: Callable[[Any, Any], None], sync_targets: Sequence[tuple[Any, str]]) -> None:
+        self._copy = copy
+        self._targets = sync_targets
+        self._fn: Callable[[], list] | None = None
+        self.outputs: list = []
+        self._live: list = []
+
+    def capture(self, fn: Callable[[], list]) -> list:
+        with refusing_host_syncs(self._targets):
+            outputs = list(fn())
+        self._fn, self.outputs, self._live = fn, outputs, outputs
+        return outputs
+
+    def replay(self) -> None:
+        if self._fn is None:
+            raise RuntimeError("replay before capture")
+        fresh = list(self._fn())
+        for static, new in zip(self.outputs, fresh):
+            if static is not new:
+                self._copy(static, new)
+        self._live = fresh
+
+    @property
+    def live_outputs(self) -> list:
+        return self._live

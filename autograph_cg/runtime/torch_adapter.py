@@ -1,0 +1,355 @@
+"""PyTorch adapter: ``torch.cuda.CUDAGraph`` for capture, ``torch.autograd.Function`` for the autograd boundary.
+
+Imported only when a ``torch.nn.Module`` is wrapped.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from contextlib import contextmanager, nullcontext
+from typing import Any, ContextManager, Iterator, Sequence
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import settings
+from .core import Runner, Slot
+from .layer import CUDAGraphedLayer
+from .standin import StandInGraph
+
+_STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
+# Host-syncing calls refused while a stand-in graph captures (a capturing CUDA stream refuses them).
+_SYNC_TARGETS = [
+    (torch.Tensor, name)
+    for name in ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__", "nonzero")
+] + [(torch, "nonzero")]
+
+
+def _autocast_state() -> tuple:
+    try:  # torch >= 2.4
+        return (
+            torch.is_autocast_enabled("cuda"),
+            torch.get_autocast_dtype("cuda"),
+            torch.is_autocast_enabled("cpu"),
+            torch.get_autocast_dtype("cpu"),
+        )
+    except TypeError:
+        return (
+            torch.is_autocast_enabled(),
+            torch.get_autocast_gpu_dtype(),
+            torch.is_autocast_cpu_enabled(),
+            torch.get_autocast_cpu_dtype(),
+        )
+
+
+class CudaGraph:
+    """A ``torch.cuda.CUDAGraph`` captured on the runtime's side stream into a shared pool,
+    in thread-local mode, with garbage collection paused and a clean abort on failure."""
+
+    def __init__(self, device: torch.device, pool: Any) -> None:
+        self._device, self._pool = device, pool
+        self._graph = torch.cuda.CUDAGraph()
+        self.outputs: list = []
+
+    def capture(self, fn: Any) -> list:
+        gc_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            try:
+                outputs = list(fn())
+            except BaseException:
+                self._abort(end_capture=True)
+                raise
+            try:
+                self._graph.capture_end()
+            except BaseException:
+                self._abort(end_capture=False)
+                raise
+        finally:
+            if gc_enabled:
+                gc.enable()
+        self.outputs = outputs
+        return outputs
+
+    def _abort(self, end_capture: bool) -> None:
+        """Leave no capture, allocator routing or generator capture state behind."""
+        if end_capture:
+            try:
+                self._graph.capture_end()
+            except Exception:
+                pass
+        try:  # capture_end skips this when the capture was invalidated (e.g. by a host sync)
+            torch._C._cuda_endAllocateToPool(self._device.index, self._pool)
+        except Exception:
+            pass
+        try:
+            self._graph.reset()
+        except Exception:
+            pass
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("the capture stream is still capturing after an aborted capture")
+
+    def replay(self) -> None:
+        self._graph.replay()
+
+    @property
+    def live_outputs(self) -> list:
+        return self.outputs
+
+
+class TorchOps:
+    """The tensor operations the core needs, in PyTorch."""
+
+    name = "torch"
+
+    def __init__(self) -> None:
+        self._streams: dict[Any, torch.cuda.Stream] = {}
+
+    is_tensor = staticmethod(lambda x: isinstance(x, torch.Tensor))
+    is_static = staticmethod(lambda x: isinstance(x, _STATIC_TYPES))
+    grad_enabled = staticmethod(torch.is_grad_enabled)
+    requires_grad = staticmethod(lambda t: t.requires_grad)
+    data_ptr = staticmethod(lambda t: t.data_ptr())
+    version = staticmethod(lambda t: t._version)
+    device = staticmethod(lambda t: t.device)
+    clone = staticmethod(lambda t: t.detach().clone())
+    zeros_like = staticmethod(torch.zeros_like)
+    grad_of = staticmethod(lambda p: p.grad)
+    is_same = staticmethod(lambda a, b: a is b)
+
+    @staticmethod
+    def meta(t: torch.Tensor) -> tuple:
+        return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
+
+    @staticmethod
+    def context() -> tuple:
+        return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), _autocast_state())
+
+    @staticmethod
+    def grad_mode(enabled: bool) -> ContextManager:
+        return torch.enable_grad() if enabled else torch.no_grad()
+
+    @staticmethod
+    @contextmanager
+    def capture_context() -> Iterator[None]:
+        # A capture must not fill the autocast weight cache (its copies would live in the graph pool).
+        cached = torch.is_autocast_cache_enabled()
+        torch.set_autocast_cache_enabled(False)
+        try:
+            yield
+        finally:
+            torch.set_autocast_cache_enabled(cached)
+
+    @staticmethod
+    def parameters(layer: torch.nn.Module) -> list:
+        return list(layer.parameters())
+
+    @staticmethod
+    def buffers(layer: torch.nn.Module) -> list:
+        return list(layer.buffers())
+
+    @staticmethod
+    def input_reason(t: torch.Tensor, backend: str) -> str | None:
+        if backend == "cuda" and t.device.type != "cuda":
+            return f"is on {t.device}, not CUDA"
+        if t.layout != torch.strided:
+            return "is not a strided tensor"
+        return None
+
+    @staticmethod
+    def make_static(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+        with torch.no_grad():
+            static = torch.empty_like(t, memory_format=torch.contiguous_format).copy_(t)
+        return static.requires_grad_(requires_grad)
+
+    @staticmethod
+    def copy_(dst: torch.Tensor, src: torch.Tensor) -> None:
+        with torch.no_grad():
+            dst.detach().copy_(src)
+
+    @staticmethod
+    def zero_(t: torch.Tensor) -> None:
+        with torch.no_grad():
+            t.detach().zero_()
+
+    @staticmethod
+    def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
+        return list(
+            torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True)
+        )
+
+    @staticmethod
+    def flat_views(params: list) -> tuple[list, list]:
+        groups: dict[tuple, list[int]] = {}
+        for j, p in enumerate(params):
+            groups.setdefault((p.dtype, p.device), []).append(j)
+        flats, views = [], [None] * len(params)
+        for (dtype, device), idx in groups.items():
+            flat = torch.zeros(sum(params[j].numel() for j in idx), dtype=dtype, device=device)
+            offset = 0
+            for j in idx:
+                n = params[j].numel()
+                views[j] = flat[offset : offset + n].view(params[j].shape)
+                offset += n
+            flats.append(flat)
+        return flats, views
+
+    @staticmethod
+    def set_grad(p: torch.Tensor, g: torch.Tensor) -> None:
+        p.grad = g
+
+    @staticmethod
+    def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:
+        # Our list and getrefcount's argument hold two references; a third is someone else's alias.
+        if any(sys.getrefcount(views[j]) > 2 for j in idx):
+            return True
+        expected = sum(1 for v in views if v is not None)
+        users = sum(torch._C._storage_Use_Count(f.untyped_storage()._cdata) - 2 for f in flats)
+        return users > expected
+
+    @staticmethod
+    def foreach_add_(dsts: list, srcs: list) -> None:
+        with torch.no_grad():
+            torch._foreach_add_(dsts, srcs)
+
+    @staticmethod
+    def foreach_zero_(ts: list) -> None:
+        with torch.no_grad():
+            torch._foreach_zero_(ts)
+
+    @staticmethod
+    def rng_state(device: torch.device) -> tuple:
+        cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    @staticmethod
+    def set_rng_state(state: tuple, device: torch.device) -> None:
+        cpu, cuda = state
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda, device)
+
+    @staticmethod
+    def hooks_reason(layer: torch.nn.Module) -> str | None:
+        from torch.nn.modules import module as nn_module
+
+        for name in ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"):
+            if getattr(nn_module, name, None):
+                return f"global module hooks ({name}) would run only at capture"
+        for name, m in layer.named_modules():
+            for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+                if getattr(m, attr, None):
+                    return f"module hooks on {name or 'the layer'} ({attr}) would run only at capture"
+        return None
+
+    @staticmethod
+    def prerequisites_reason(backend: str, device: torch.device) -> str | None:
+        return None
+
+    def new_pool(self, backend: str, device: torch.device) -> Any:
+        return torch.cuda.graph_pool_handle() if backend == "cuda" else object()
+
+    def new_graph(self, backend: str, device: torch.device, pool: Any) -> Any:
+        if backend == "cuda":
+            return CudaGraph(device, pool)
+        return StandInGraph(self.copy_, _SYNC_TARGETS)
+
+    def capture_stream(self, backend: str, device: torch.device) -> ContextManager:
+        if backend != "cuda":
+            return nullcontext()
+        stream = self._streams.get(device)
+        if stream is None:
+            stream = self._streams[device] = torch.cuda.Stream(device)
+        return _on_stream(stream, device)
+
+    @staticmethod
+    def anchor(device: torch.device) -> torch.Tensor:
+        return torch.empty(0, device=device, requires_grad=True)
+
+    @staticmethod
+    def apply(runner: Runner, slot: Slot, anchor: torch.Tensor, tensors: list) -> tuple:
+        return _GraphedCall.apply(runner, slot, anchor, *tensors)
+
+
+@contextmanager
+def _on_stream(stream: torch.cuda.Stream, device: torch.device) -> Iterator[None]:
+    current = torch.cuda.current_stream(device)
+    stream.wait_stream(current)
+    try:
+        with torch.cuda.stream(stream):
+            yield
+    finally:
+        current.wait_stream(stream)
+
+
+class _GraphedCall(torch.autograd.Function):
+    """The autograd boundary of one replayed call: forward replays, backward replays the backward graph."""
+
+    @staticmethod
+    def forward(ctx: Any, runner: Runner, slot: Slot, anchor: torch.Tensor, *tensors: torch.Tensor) -> tuple:
+        outs = runner.forward_replay(slot, tensors)
+        ctx.set_materialize_grads(False)
+        if slot.nondiff:
+            ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
+        ctx.token = runner.track(slot)
+        settings.debug("%s forward replay", runner.stats.name)
+        return tuple(outs)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple:
+        token = ctx.token
+        in_grads = token.runner.backward_replay(token, grads)
+        settings.debug("%s backward replay", token.runner.stats.name)
+        return (None, None, None, *in_grads)
+
+
+class TorchGraphedLayer(torch.nn.Module):
+    """``CUDAGraphedLayer`` for a ``torch.nn.Module``: a real module whose ``state_dict`` keys are the
+    wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
+
+    def __init__(
+        self,
+        layer: torch.nn.Module,
+        num_warmup_steps: int = 3,
+        *,
+        max_graphs: int = 32,
+        backend: str = "auto",
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.layer = layer
+        label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
+        self._runner = Runner(_OPS, layer, num_warmup_steps, max_graphs, backend, label)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner(args, kwargs)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self._runner.stats.as_dict()
+
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
+        return self.layer.state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
+
+    def _load_from_state_dict(
+        self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any
+    ) -> None:
+        for key in [k for k in state_dict if k.startswith(prefix)]:
+            state_dict[f"{prefix}layer.{key[len(prefix):]}"] = state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            modules = self.__dict__.get("_modules") or {}
+            if name == "layer" or "layer" not in modules:
+                raise
+            return getattr(modules["layer"], name)
+
+
+_OPS = TorchOps()
+CUDAGraphedLayer.register(TorchGraphedLayer)

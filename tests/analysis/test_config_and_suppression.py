@@ -1,0 +1,69 @@
+"""pyproject configuration, suppression comments, and the cache giving the same answer as a cold run."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from autograph_cg.api import Options, analyze
+from autograph_cg.cli import main
+from tests.analysis.test_cli_inputs import LAYER
+
+TWO = LAYER.replace("return x.sum().item()", "y = x.nonzero()\n        return y.sum().item()")
+
+
+def codes(path, *args):
+    result = CliRunner().invoke(main, ["lint", str(path), "--format", "json", "--no-cache", *args])
+    return [f["code"] for f in json.loads(result.stdout)["findings"]], result
+
+
+def test_pyproject_section_is_read_and_flags_win(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.autograph-cg]\nignore = ["AG201"]\nselct = ["AG1"]\n')
+    (tmp_path / "m.py").write_text(TWO)
+    found, result = codes(tmp_path)
+    assert found == ["AG101"]
+    assert "unknown key 'selct'" in result.stderr and "did you mean 'select'" in result.stderr
+    found, _ = codes(tmp_path, "--select", "AG2", "--config", str(tmp_path / "pyproject.toml"))
+    assert found == []  # ignore from the file still applies to the selection from the flag
+
+
+def test_bad_config_value_is_a_usage_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.autograph-cg]\nunknown = "maybe"\n')
+    (tmp_path / "m.py").write_text(TWO)
+    result = CliRunner().invoke(main, ["lint", str(tmp_path), "--no-cache"])
+    assert result.exit_code == 2 and "unknown = 'maybe'" in result.output
+
+
+def test_ignore_comments(tmp_path):
+    text = TWO.replace("y = x.nonzero()", "y = x.nonzero()  # autograph-cg: ignore[AG201]")
+    text = text.replace("return y.sum().item()", "# autograph-cg: ignore\n        return y.sum().item()")
+    (tmp_path / "m.py").write_text(text)
+    assert codes(tmp_path)[0] == []
+    (tmp_path / "m.py").write_text(TWO.replace("y = x.nonzero()", "y = x.nonzero()  # autograph-cg: ignore[AG101]"))
+    assert sorted(codes(tmp_path)[0]) == ["AG101", "AG201"]
+
+
+def test_skip_comment_on_a_class_hides_its_findings_and_blocks_its_parent(tmp_path):
+    text = LAYER.replace("class Head(nn.Layer):", "class Head(nn.Layer):  # autograph-cg: skip")
+    text += "\n\nclass Net(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.head = Head()\n\n    def forward(self, x):\n        return self.head(x)\n"
+    (tmp_path / "m.py").write_text(text)
+    assert codes(tmp_path)[0] == []
+    plan = CliRunner().invoke(main, ["plan", str(tmp_path), "--format", "json", "--no-cache"])
+    verdicts = {v["class"].rsplit(".", 1)[1]: v["verdict"] for v in json.loads(plan.stdout)["verdicts"]}
+    assert verdicts == {"Head": "skipped", "Net": "ineligible"}
+    assert json.loads(plan.stdout)["sites"] == []
+
+
+def test_warm_cache_gives_the_cold_answer_and_sees_changes(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(TWO)
+    options = Options(cache_dir=str(tmp_path / "cache"))
+    cold = analyze([str(src)], options)
+    warm = analyze([str(src)], options)
+    assert sorted(f.code for f in cold.findings) == ["AG101", "AG201"]
+    assert warm.findings == cold.findings and warm.plan == cold.plan
+    (src / "m.py").write_text(LAYER)
+    changed = analyze([str(src)], options)
+    assert [f.code for f in changed.findings] == ["AG101"]

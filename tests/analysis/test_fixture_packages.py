@@ -1,0 +1,73 @@
+"""The bundled fixture packages: exact findings and plan, and agreement with their hand-written HAZARDS.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autograph_cg.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("paddle_lm", "torch_lm")
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [*args, "--no-cache", "-q", "--no-color"])
+    return result.exit_code, result.output
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_lint_output_is_exactly_the_expected_file(package):
+    code, out = _run("lint", f"fixtures/{package}")
+    assert code == 1
+    assert out == (ROOT / "fixtures" / "expected" / f"{package}.lint.txt").read_text()
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_plan_is_exactly_the_expected_file(package):
+    code, out = _run("plan", f"fixtures/{package}", "--format", "json")
+    assert code == 0
+    assert json.loads(out) == json.loads((ROOT / "fixtures" / "expected" / f"{package}.plan.json").read_text())
+
+
+def _hazards(package: str) -> tuple[set[tuple[str, int, str]], dict[str, str]]:
+    text = (ROOT / "fixtures" / package / "HAZARDS.md").read_text()
+    hazards = {(m[1], int(m[2]), m[3]) for m in re.finditer(r"^\| `([\w/]+\.py):(\d+)` \| (AG\d{3}) \|", text, re.M)}
+    verdicts = dict(re.findall(r"^\| `(\w+)` \| (eligible|ineligible|unknown) \|", text, re.M))
+    return hazards, verdicts
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_findings_are_the_planted_hazards(package):
+    expected, _ = _hazards(package)
+    code, out = _run("lint", f"fixtures/{package}", "--format", "json")
+    found = {(f["path"].split(f"{package}/", 1)[1], f["line"], f["code"]) for f in json.loads(out)["findings"]}
+    assert expected and found == expected
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_verdicts_are_the_expected_ones(package):
+    _, expected = _hazards(package)
+    code, out = _run("plan", f"fixtures/{package}", "--format", "json")
+    found = {v["class"].rsplit(".", 1)[1]: v["verdict"] for v in json.loads(out)["verdicts"]}
+    assert expected and found == expected
+
+
+def test_plan_wraps_the_largest_eligible_layers_never_nested():
+    code, out = _run("plan", "fixtures/paddle_lm", "--format", "json")
+    plan = json.loads(out)
+    wrapped = {(s["owner"].rsplit(".", 1)[1], s["target"], s["class"].rsplit(".", 1)[1]) for s in plan["sites"]}
+    assert ("DecoderLM", "self.blocks[*]", "DecoderBlock") in wrapped  # the eligible branch of the comprehension
+    assert not any(cls == "MoEDecoderBlock" for _, _, cls in wrapped)
+    assert ("MoEFeedForward", "self.experts[*]", "GatedMLP") in wrapped
+    # DecoderBlock is wrapped whole, so nothing it builds is wrapped again.
+    assert not any(owner == "DecoderBlock" for owner, _, _ in wrapped)

@@ -76,30 +76,31 @@ class Rule:
     def blocks(self) -> bool:
         return self.severity is Severity.ERROR and self.family.blocks
 
-    def docs(self) -> str:
+    def docs(self, heading: int = 1) -> str:
         """The rule's documentation in fixed sections; `explain`, docs pages and SARIF all render this text."""
+        title, section = "#" * heading, "#" * (heading + 1)
         parts = [
-            f"# {self.code} {self.name}",
+            f"{title} {self.code} {self.name}",
             "",
             f"Family: {self.family.title} ({self.family.prefix}xx). Severity: {self.severity.value}."
             + (" Blocks capture." if self.blocks else " Does not block capture by itself."),
             "",
-            "## What it does",
+            f"{section} What it does",
             self.what.strip(),
             "",
-            "## Why it breaks a CUDA graph",
+            f"{section} Why it breaks a CUDA graph",
             self.why.strip(),
             "",
-            "## Example",
+            f"{section} Example",
             "```python",
             self.example.strip("\n"),
             "```",
             "",
-            "## Use instead",
+            f"{section} Use instead",
             "```python",
             self.instead.strip("\n"),
             "```",
         ]
         if self.known_problems:
-            parts += ["", "## Known problems", self.known_problems.strip()]
+            parts += ["", f"{section} Known problems", self.known_problems.strip()]
         return "\n".join(parts) + "\n"

@@ -45,3 +45,14 @@ def test_codes_and_names_are_unique_and_well_formed():
         assert re.fullmatch(r"AG[1-9]\d\d", rule.code), rule.code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name), rule.name
         assert prefixes[rule.code[:3]] is rule.family, rule.code
+
+
+def test_docs_rules_md_is_generated_from_the_rules():
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from autograph_cg.cli import main
+
+    generated = CliRunner().invoke(main, ["rules", "--markdown"]).output
+    assert (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text() == generated

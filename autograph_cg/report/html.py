@@ -11,6 +11,7 @@ instantiations that would run inside a CUDA graph. Written piece by piece to the
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from html import escape
 from importlib import resources
@@ -42,8 +43,16 @@ def _asset(name: str) -> str:
     return resources.files("autograph_cg.report").joinpath(name).read_text(encoding="utf-8")
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def message(text: str) -> str:
+    """A finding or reason message as HTML: escaped, with its `code spans` set as code."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", escape(text))
+
+
+def _count(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def walk(roots: Iterable[TreeNode]) -> Iterator[TreeNode]:
@@ -53,6 +62,24 @@ def walk(roots: Iterable[TreeNode]) -> Iterator[TreeNode]:
         node = stack.pop()
         yield node
         stack.extend(reversed(node.children))
+
+
+def graphed_share(plan: Plan) -> tuple[int, int]:
+    """(instantiations inside a graph, all instantiations) over the plan's tree."""
+    nodes = list(walk(plan.roots))
+    return sum(1 for n in nodes if n.wrapped or n.in_graph), len(nodes)
+
+
+def summary(analysis: Any) -> str:
+    """One line for stderr: what the page shows on top."""
+    counts = Counter(v.status for v in analysis.plan.verdicts.values())
+    graphed, nodes = graphed_share(analysis.plan)
+    share = f"{100.0 * graphed / nodes:.1f}%" if nodes else "none"
+    verdicts = ", ".join(f"{counts.get(s, 0)} {s.value}" for s in STATUS_ORDER)
+    return (
+        f"{_count(len(analysis.plan.verdicts), 'layer class', 'layer classes')} ({verdicts}), "
+        f"{share} of {_count(nodes, 'layer instantiation')} graphed, {_count(len(analysis.findings), 'finding')}"
+    )
 
 
 class _Page:
@@ -123,9 +150,8 @@ class _Page:
 
     def totals(self) -> None:
         counts = Counter(v.status for v in self.plan.verdicts.values())
-        nodes = list(walk(self.plan.roots))
-        graphed = sum(1 for n in nodes if n.wrapped or n.in_graph)
-        share = 100.0 * graphed / len(nodes) if nodes else 0.0
+        graphed, nodes = graphed_share(self.plan)
+        share = 100.0 * graphed / nodes if nodes else 0.0
         families = Counter(family_of(f.code).prefix for f in self.analysis.findings)
         self.write('<section id="totals"><h2>Totals</h2><div class="cards">\n')
         self.write('<div class="card" id="verdict-counts"><h3>Layer classes</h3><table>')
@@ -135,7 +161,7 @@ class _Page:
         self.write(f'<tr><td>total</td><td class="n">{len(self.plan.verdicts)}</td></tr></table></div>\n')
         self.write(
             '<div class="card" id="graphed-share"><h3>Layer instantiations graphed</h3>'
-            f'<div class="big">{share:.1f}%</div><div>{graphed} of {len(nodes)} instantiations, '
+            f'<div class="big">{share:.1f}%</div><div>{graphed} of {nodes} instantiations, '
             f"{_count(sum(1 for s in self.plan.sites if not s.existing), 'site')} to wrap</div>"
             f'<div class="meter"><span style="width:{share:.1f}%"></span></div></div>\n'
         )
@@ -200,7 +226,7 @@ class _Page:
         shown = verdict.reasons if limit is None else verdict.reasons[:limit]
         for reason in shown:
             self.write(
-                f"<li><code>{escape(reason.code)}</code> {escape(reason.message)} {self.where(reason.path, reason.line)}"
+                f"<li><code>{escape(reason.code)}</code> {message(reason.message)} {self.where(reason.path, reason.line)}"
                 f'<div class="chain">{escape(" → ".join(reason.chain))}</div>'
                 f"{self.snippet(reason.path, reason.line)}</li>"
             )
@@ -259,7 +285,7 @@ class _Page:
             for f in rows:
                 self.write(
                     f"<tr><td>{f.span.line}:{f.span.col}</td><td><code>{escape(f.code)}</code></td>"
-                    f"<td>{escape(f.message)}<div class=\"chain\">{escape(f.function)}</div>"
+                    f"<td>{message(f.message)}<div class=\"chain\">{escape(f.function)}</div>"
                     f"{self.snippet(f.path, f.span.line)}</td></tr>\n"
                 )
             self.write("</table></details>\n")

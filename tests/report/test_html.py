@@ -103,13 +103,18 @@ def test_reasons_per_tree_node_are_capped_but_all_listed_in_the_class_table(anal
     monkeypatch.setattr(html, "MAX_REASONS_PER_NODE", 1)
     text = render(analysis)
     assert text.count("and 1 more (see Layer classes)") == 1  # TopPSampler has two reasons
-    assert text.count("`nonzero`: output shape depends on the data") >= 2
+    assert text.count("<code>nonzero</code>: output shape depends on the data") >= 2
 
 
 def test_empty_analysis(analysis):
     text = render(HandMade([]))
     assert "No layer classes found." in text and "The plan wraps nothing." in text
     assert '<div class="big">0.0%</div><div>0 of 0 instantiations, 0 sites to wrap</div>' in text
+
+
+def test_code_spans_in_messages_become_code():
+    assert html.message("`.item()` copies <x> & `a<b`") == "<code>.item()</code> copies &lt;x&gt; &amp; <code>a&lt;b</code>"
+    assert html.message("no spans ` here") == "no spans ` here"
 
 
 def test_walk_visits_parents_before_children():

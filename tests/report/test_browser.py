@@ -77,3 +77,31 @@ def test_expand_all_and_search(browser, analysis, tmp_path):
     assert opened == ["paddle_lm.model.DecoderLM", "paddle_lm.block.DecoderBlock",
                       "paddle_lm.attention.MultiHeadAttention"]
     assert browser.problems() == []
+
+
+@pytest.mark.parametrize("package", ["paddle_lm", "torch_lm"])
+def test_fixture_package_report_in_the_browser(browser, package, tmp_path, artifacts, monkeypatch):
+    """The real report of a fixture package, written by the CLI: clean load, a click opens the root layer."""
+    from click.testing import CliRunner
+
+    from autograph_cg.cli import main
+
+    from .conftest import REPO
+
+    monkeypatch.chdir(REPO)
+    page = tmp_path / f"{package}.html"
+    result = CliRunner().invoke(main, ["report", f"fixtures/{package}", "--html", str(page), "--no-cache", "-q"])
+    assert result.exit_code == 0, result.output
+    browser.navigate(page.as_uri())
+    root = "#tree > li > details.node"
+    assert browser.evaluate(f"document.querySelector('{root}').dataset.name") == f"{package}.model.DecoderLM"
+    browser.click(f"{root} > summary")
+    detail = browser.evaluate(f"document.querySelector('{root} > .detail').innerText")
+    assert "Why it cannot be graphed" in detail and "lengths.max().item()" in detail
+    browser.click("#expand-all")
+    tags = "[...document.querySelectorAll('#tree .tag.wrapped')]"
+    assert browser.evaluate(f"{tags}.length") > 0
+    assert browser.evaluate(f"{tags}.every(t => t.checkVisibility())") is True  # expand-all reveals every site
+    browser.screenshot(artifacts / f"{package}-expanded.png")
+    assert browser.problems() == []
+    assert browser.requests() == [page.as_uri()]

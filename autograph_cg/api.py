@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograph_cg.analysis.eligibility import Package
-from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.plan import Plan, make_plan
-from autograph_cg.analysis.runner import ProgressSink, index_files
+from autograph_cg.analysis.runner import ProgressSink, ResultCache, index_files, run_key, stamp_files
 from autograph_cg.analysis.verdicts import Status
 from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
@@ -63,7 +62,6 @@ class Analysis:
     errors: list[SourceError]
     plan: Plan
     files: list[str]
-    modules: list[ModuleFacts]
     summary: Summary
 
 
@@ -75,8 +73,15 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     cache_dir = None
     if options.use_cache:
         cache_dir = Path(options.cache_dir or config.cache_dir or os.environ.get("AUTOGRAPH_CG_CACHE_DIR") or DEFAULT_CACHE)
-    modules, read_errors = index_files(sources, options.jobs, cache_dir, options.progress)
-    errors = sorted(errors + read_errors, key=lambda e: e.path)
+    stamped, stat_errors = stamp_files(sources)
+    settings = repr((config.select, config.ignore, config.unknown, options.wrap_unknown))
+    key = run_key(stamped, settings)
+    results = ResultCache(cache_dir)
+    cached = results.get(key)
+    if isinstance(cached, Analysis):
+        return replace(cached, errors=sorted(errors + cached.errors, key=lambda e: e.path))
+    modules, read_errors = index_files(stamped, options.jobs, cache_dir, options.progress)
+    read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
     package = Package(modules, config.keeps, config.unknown)
     plan = make_plan(package, options.wrap_unknown)
     findings = package.reachable_findings()
@@ -94,4 +99,6 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
         sites=sum(1 for s in plan.sites if not s.existing),
         lines=sum(m.lines for m in modules),
     )
-    return Analysis(findings, errors, plan, [m.path for m in modules], modules, summary)
+    analysis = Analysis(findings, read_errors, plan, [m.path for m in modules], summary)
+    results.put(key, analysis)
+    return replace(analysis, errors=sorted(errors + read_errors, key=lambda e: e.path))

@@ -7,6 +7,7 @@ and a hash per file.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import multiprocessing
@@ -25,6 +26,7 @@ from autograph_cg.findings import SourceError
 from autograph_cg.sources import SourceFile, decode
 
 CACHE_FILE = f"facts-{__version__}.pickle"
+RESULT_FILE = f"results-{__version__}.pickle"
 _POOL_THRESHOLD = 24  # below this many files, a pool costs more than it saves
 
 
@@ -54,118 +56,169 @@ def index_one(path: str, module: str, is_package: bool, data: bytes) -> ModuleFa
         return SourceError(path, "file too large to analyze")
 
 
-def _index_batch(batch: list[tuple[str, str, bool, bytes]]) -> list[ModuleFacts | SourceError]:
+def _index_batch(batch: list[tuple[str, str, str, bool]]) -> list[ModuleFacts | SourceError]:
+    """Read and index a batch of (shown path, real path, module, is_package) in a worker."""
     # Syntax trees are large and acyclic-in-practice; cyclic GC passes over them cost more than the walk.
     gc.disable()
     try:
-        return [index_one(*item) for item in batch]
+        results: list[ModuleFacts | SourceError] = []
+        for path, real, module, is_package in batch:
+            data = _read(path, real)
+            results.append(data if isinstance(data, SourceError) else index_one(path, module, is_package, data))
+        return results
     finally:
         gc.enable()
 
 
-def _read(source: SourceFile, real_path: str) -> bytes | SourceError:
+def _read(path: str, real_path: str) -> bytes | SourceError:
     try:
         with open(real_path, "rb") as handle:
             return handle.read()
     except IsADirectoryError:
-        return SourceError(source.path, "is a directory")
+        return SourceError(path, "is a directory")
     except PermissionError:
-        return SourceError(source.path, "permission denied")
+        return SourceError(path, "permission denied")
     except OSError as exc:
-        return SourceError(source.path, exc.strerror or str(exc))
+        return SourceError(path, exc.strerror or str(exc))
+
+
+Stamp = tuple[int, int]  # (mtime_ns, size): a changed file changes one of them, as black and ruff assume
+
+
+def stamp_files(files: list[SourceFile]) -> tuple[list[tuple[SourceFile, str, Stamp]], list[SourceError]]:
+    """Cache key and stamp of each file, without reading it."""
+    stamped: list[tuple[SourceFile, str, Stamp]] = []
+    errors: list[SourceError] = []
+    for source in files:
+        real = source.real or os.path.realpath(source.path)
+        try:
+            info = os.stat(real)
+        except OSError as exc:
+            errors.append(SourceError(source.path, exc.strerror or str(exc)))
+            continue
+        stamped.append((source, f"{real}\0{source.module}\0{int(source.is_package)}\0{source.path}", (info.st_mtime_ns, info.st_size)))
+    return stamped, errors
+
+
+def run_key(stamped: list[tuple[SourceFile, str, Stamp]], settings: str) -> str:
+    """One hash of every file's stamp and the settings: an unchanged run can reuse the last answer."""
+    digest = hashlib.blake2b(settings.encode(), digest_size=16)
+    for _, key, (mtime, size) in stamped:
+        digest.update(f"{key}\0{mtime}\0{size}\n".encode())
+    return digest.hexdigest()
+
+
+def _load_pickle(folder: Path | None, name: str) -> dict | None:
+    if folder is None:
+        return None
+    try:
+        with open(folder / name, "rb") as handle:
+            loaded = pickle.load(handle)
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, ImportError, IndexError, TypeError):
+        return None  # absent or from another version: a cache miss, never an error
+    return loaded if isinstance(loaded, dict) else None
+
+
+def _save_pickle(folder: Path, name: str, value: object) -> None:
+    """Atomically: a run killed while saving leaves the previous cache file intact."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:  # a cache that cannot be written only costs speed
+        print(f"autograph-cg: warning: cannot write cache in {folder}: {exc.strerror or exc}", file=sys.stderr)
 
 
 class FactsCache:
+    """Facts per file, keyed by path and module, valid while the file's stamp is unchanged."""
+
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self.entries: dict[str, tuple[str, ModuleFacts]] = {}
+        self.entries: dict[str, tuple[Stamp, ModuleFacts]] = _load_pickle(folder, CACHE_FILE) or {}
         self.dirty = False
-        if folder is not None:
-            try:
-                with open(folder / CACHE_FILE, "rb") as handle:
-                    loaded = pickle.load(handle)
-                if isinstance(loaded, dict):
-                    self.entries = loaded
-            except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, ImportError):
-                self.entries = {}
 
-    def get(self, key: str, digest: str) -> ModuleFacts | None:
+    def get(self, key: str, stamp: Stamp) -> ModuleFacts | None:
         hit = self.entries.get(key)
-        return hit[1] if hit is not None and hit[0] == digest else None
+        return hit[1] if hit is not None and hit[0] == stamp else None
 
-    def put(self, key: str, digest: str, facts: ModuleFacts) -> None:
-        self.entries[key] = (digest, facts)
+    def put(self, key: str, stamp: Stamp, facts: ModuleFacts) -> None:
+        self.entries[key] = (stamp, facts)
         self.dirty = True
 
     def save(self, keep: Iterable[str]) -> None:
         if self.folder is None or not self.dirty:
             return
         wanted = set(keep)
-        entries = {k: v for k, v in self.entries.items() if k in wanted}
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".facts.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.folder / CACHE_FILE)
-        except OSError as exc:  # a cache that cannot be written only costs speed
-            print(f"autograph-cg: warning: cannot write cache in {self.folder}: {exc.strerror or exc}", file=sys.stderr)
+        _save_pickle(self.folder, CACHE_FILE, {k: v for k, v in self.entries.items() if k in wanted})
+
+
+class ResultCache:
+    """Whole answers of recent runs by `run_key`: an unchanged package is answered without any analysis."""
+
+    KEEP = 8
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+
+    def get(self, key: str) -> object | None:
+        return (_load_pickle(self.folder, RESULT_FILE) or {}).get(key)
+
+    def put(self, key: str, value: object) -> None:
+        if self.folder is None:
+            return
+        entries = _load_pickle(self.folder, RESULT_FILE) or {}
+        entries.pop(key, None)
+        entries[key] = value
+        _save_pickle(self.folder, RESULT_FILE, dict(list(entries.items())[-self.KEEP :]))
 
 
 def index_files(
-    files: list[SourceFile],
+    stamped: list[tuple[SourceFile, str, Stamp]],
     jobs: int | None = None,
     cache_dir: Path | None = None,
     progress: ProgressSink | None = None,
 ) -> tuple[list[ModuleFacts], list[SourceError]]:
+    """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many)."""
     cache = FactsCache(cache_dir)
     facts: list[ModuleFacts] = []
     errors: list[SourceError] = []
-    misses: list[tuple[str, str, bool, bytes]] = []
-    miss_keys: list[tuple[str, str]] = []
-    keys: list[str] = []
+    misses: list[tuple[str, str, str, bool]] = []
+    miss_keys: list[tuple[str, Stamp]] = []
     if progress is not None:
-        progress.start(len(files))
-    for source in files:
-        real = source.real or os.path.realpath(source.path)
-        data = _read(source, real)
-        if isinstance(data, SourceError):
-            errors.append(data)
-            if progress is not None:
-                progress.advance()
-            continue
-        key = f"{real}\0{source.module}\0{int(source.is_package)}"
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        keys.append(key)
-        hit = cache.get(key, digest)
-        if hit is not None and hit.path == source.path:
+        progress.start(len(stamped))
+    for source, key, stamp in stamped:
+        hit = cache.get(key, stamp)
+        if hit is not None:
             facts.append(hit)
-            if progress is not None:
-                progress.advance()
             continue
-        misses.append((source.path, source.module, source.is_package, data))
-        miss_keys.append((key, digest))
-    results: Iterable[ModuleFacts | SourceError]
+        misses.append((source.path, source.real or os.path.realpath(source.path), source.module, source.is_package))
+        miss_keys.append((key, stamp))
+    if progress is not None:
+        progress.advance(len(facts))
     workers = min(jobs or os.cpu_count() or 1, len(misses) // _POOL_THRESHOLD + 1)
-    if workers > 1:
-        results = _in_pool(misses, workers, progress)
-    else:
-        results = _in_process(misses, progress)
-    for (key, digest), result in zip(miss_keys, results):
+    results = _in_pool(misses, workers, progress) if workers > 1 else _in_process(misses, progress)
+    for (key, stamp), result in zip(miss_keys, results):
         if isinstance(result, SourceError):
             errors.append(result)
         else:
             facts.append(result)
-            cache.put(key, digest, result)
+            cache.put(key, stamp, result)
     if progress is not None:
         progress.finish()
-    cache.save(keys)
+    cache.save(key for _, key, _ in stamped)
     facts.sort(key=lambda m: m.path)
     errors.sort(key=lambda e: e.path)
     return facts, errors
 
 
-def _in_process(misses: list[tuple[str, str, bool, bytes]], progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
+def _in_process(misses: list[tuple[str, str, str, bool]], progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
     results = []
     for item in misses:
         results.extend(_index_batch([item]))
@@ -174,9 +227,9 @@ def _in_process(misses: list[tuple[str, str, bool, bytes]], progress: ProgressSi
     return results
 
 
-def _in_pool(misses: list[tuple[str, str, bool, bytes]], workers: int, progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
+def _in_pool(misses: list[tuple[str, str, str, bool]], workers: int, progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
     # Larger files first, so no worker is left with the one huge file at the end.
-    order = sorted(range(len(misses)), key=lambda i: -len(misses[i][3]))
+    order = sorted(range(len(misses)), key=lambda i: -_size(misses[i][1]))
     size = max(1, min(16, len(misses) // (workers * 8)))
     batches = [[misses[i] for i in order[start : start + size]] for start in range(0, len(order), size)]
     method = "fork" if sys.platform.startswith("linux") else None
@@ -191,3 +244,10 @@ def _in_pool(misses: list[tuple[str, str, bool, bytes]], workers: int, progress:
             if progress is not None:
                 progress.advance(len(batch))
     return [results[i] for i in range(len(misses))]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -1,0 +1,203 @@
+"""One test body, three runs: PyTorch and Paddle on CPU (stand-in graphs) and PyTorch on CUDA (real graphs).
+
+A harness builds the same small models in each framework and speaks numpy at the edges, so every
+test compares the wrapped layer with the unwrapped one value by value.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from tests.runtime.models import define
+
+RNG = np.random.default_rng(1234)
+
+
+def randn(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype("float32")
+
+
+class TorchHarness:
+    name = "torch"
+
+    def __init__(self, device: str = "cpu") -> None:
+        import torch
+
+        self.torch, self.models, self.device = torch, define("torch"), device
+        self.backend = "cuda" if device == "cuda" else "standin"
+        self.atol = 1e-5
+
+    def seed(self, n: int) -> None:
+        self.torch.manual_seed(n)
+
+    def build(self, kind: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.models, kind)(*args, **kwargs).to(self.device)
+
+    def twin(self, model: Any) -> Any:
+        return copy.deepcopy(model)
+
+    def wrap(self, model: Any, **kwargs: Any) -> Any:
+        from autograph_cg.runtime import CUDAGraphedLayer
+
+        kwargs.setdefault("backend", self.backend)
+        return CUDAGraphedLayer(model, **kwargs)
+
+    def tensor(self, array: np.ndarray, requires_grad: bool = False) -> Any:
+        t = self.torch.tensor(array, device=self.device)
+        return t.requires_grad_(requires_grad) if requires_grad else t
+
+    def ints(self, array: np.ndarray) -> Any:
+        return self.torch.tensor(array, dtype=self.torch.int64, device=self.device)
+
+    def numpy(self, t: Any) -> np.ndarray:
+        return t.detach().cpu().numpy()
+
+    def grad(self, t: Any) -> np.ndarray | None:
+        return None if t.grad is None else t.grad.detach().cpu().numpy().copy()
+
+    def backward(self, loss: Any, retain_graph: bool = False) -> None:
+        loss.backward(retain_graph=retain_graph)
+
+    def loss(self, y: Any) -> Any:
+        return (y * y).mean() + y.mean()
+
+    def param_grads(self, model: Any) -> list:
+        return [self.grad(p) for p in model.parameters()]
+
+    def buffers(self, model: Any) -> list:
+        return [b.detach().cpu().numpy().copy() for b in model.buffers()]
+
+    def clear_grads(self, model: Any, set_to_none: bool) -> None:
+        model.zero_grad(set_to_none=set_to_none)
+
+    def no_grad(self) -> Any:
+        return self.torch.no_grad()
+
+    def sgd(self, model: Any, lr: float) -> Any:
+        return self.torch.optim.SGD(model.parameters(), lr=lr)
+
+    def reallocate(self, param: Any) -> None:
+        param.data = param.data.clone()
+
+    def rand(self, n: int) -> np.ndarray:
+        return self.torch.rand(n, device=self.device).cpu().numpy()
+
+    def state_dict(self, model: Any) -> dict:
+        return model.state_dict()
+
+    def load(self, model: Any, state: dict) -> None:
+        model.load_state_dict(state)
+
+    def container(self, layers: list) -> Any:
+        return self.torch.nn.Sequential(*layers)
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
+
+
+class PaddleHarness:
+    name = "paddle"
+    device = "cpu"
+    backend = "standin"
+    atol = 1e-5
+
+    def __init__(self) -> None:
+        import paddle
+
+        self.paddle, self.models = paddle, define("paddle")
+
+    def seed(self, n: int) -> None:
+        self.paddle.seed(n)
+
+    def build(self, kind: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.models, kind)(*args, **kwargs)
+
+    def twin(self, model: Any) -> Any:
+        return copy.deepcopy(model)
+
+    def wrap(self, model: Any, **kwargs: Any) -> Any:
+        from autograph_cg.runtime import CUDAGraphedLayer
+
+        kwargs.setdefault("backend", self.backend)
+        return CUDAGraphedLayer(model, **kwargs)
+
+    def tensor(self, array: np.ndarray, requires_grad: bool = False) -> Any:
+        return self.paddle.to_tensor(array, stop_gradient=not requires_grad)
+
+    def ints(self, array: np.ndarray) -> Any:
+        return self.paddle.to_tensor(array, dtype="int64")
+
+    def numpy(self, t: Any) -> np.ndarray:
+        return t.detach().numpy()
+
+    def grad(self, t: Any) -> np.ndarray | None:
+        return None if t.grad is None else t.grad.numpy().copy()
+
+    def backward(self, loss: Any, retain_graph: bool = False) -> None:
+        loss.backward(retain_graph=retain_graph)
+
+    def loss(self, y: Any) -> Any:
+        return (y * y).mean() + y.mean()
+
+    def param_grads(self, model: Any) -> list:
+        return [self.grad(p) for p in model.parameters()]
+
+    def buffers(self, model: Any) -> list:
+        return [b.numpy().copy() for b in model.buffers()]
+
+    def clear_grads(self, model: Any, set_to_none: bool) -> None:
+        model.clear_gradients(set_to_zero=not set_to_none)
+
+    def no_grad(self) -> Any:
+        return self.paddle.no_grad()
+
+    def sgd(self, model: Any, lr: float) -> Any:
+        return _PaddleSGD(self.paddle.optimizer.SGD(learning_rate=lr, parameters=model.parameters()))
+
+    def reallocate(self, param: Any) -> None:
+        param.detach().clone()._share_buffer_to(param)
+
+    def rand(self, n: int) -> np.ndarray:
+        return self.paddle.rand([n]).numpy()
+
+    def state_dict(self, model: Any) -> dict:
+        return model.state_dict()
+
+    def load(self, model: Any, state: dict) -> None:
+        missing, unexpected = model.set_state_dict(state)
+        assert not missing and not unexpected, (missing, unexpected)
+
+    def container(self, layers: list) -> Any:
+        return self.paddle.nn.Sequential(*layers)
+
+    def sync(self) -> None:
+        pass
+
+
+class _PaddleSGD:
+    """The two optimizer calls the tests use, spelled the PyTorch way."""
+
+    def __init__(self, opt: Any) -> None:
+        self._opt = opt
+
+    def step(self) -> None:
+        self._opt.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self._opt.clear_grad(set_to_zero=not set_to_none)
+
+
+def close(a: Any, b: Any, atol: float) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return np.allclose(a, b, atol=atol, rtol=1e-4)
+
+
+def assert_all_close(got: list, want: list, atol: float, what: str) -> None:
+    assert len(got) == len(want), f"{what}: {len(got)} vs {len(want)}"
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert close(a, b, atol), f"{what}[{i}] differs: {a} vs {b}"

@@ -1,0 +1,121 @@
+"""The test layers, written once and defined for PyTorch and for Paddle (same code, each framework's nn)."""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+from autograph_cg.runtime import is_capturing
+
+
+@functools.cache
+def define(framework: str) -> SimpleNamespace:
+    if framework == "torch":
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        base, batch_norm, tanh = nn.Module, nn.BatchNorm1d, torch.tanh
+    else:
+        import paddle
+        import paddle.nn.functional as F
+        from paddle import nn
+
+        base, batch_norm, tanh = nn.Layer, nn.BatchNorm1D, paddle.tanh
+
+    class MLP(base):
+        """Pre-LN MLP block with a residual: the shape the benchmark stacks."""
+
+        def __init__(self, d: int, p: float = 0.0) -> None:
+            super().__init__()
+            self.ln = nn.LayerNorm(d)
+            self.fc1 = nn.Linear(d, 4 * d)
+            self.fc2 = nn.Linear(4 * d, d)
+            self.drop = nn.Dropout(p)
+
+        def forward(self, x: Any) -> Any:
+            return x + self.fc2(self.drop(F.gelu(self.fc1(self.ln(x)))))
+
+    class Multi(base):
+        """Nested inputs, kwargs with non-tensor values, several differentiable outputs, an int output."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+
+        def forward(self, xs: list, cfg: dict, *, scale: float = 1.0, mode: str = "sum") -> dict:
+            mixed = xs[0] + xs[1] if mode == "sum" else xs[0] * xs[1]
+            main = self.fc(mixed) * scale + cfg["bias"]
+            return {"main": main, "aux": (tanh(main), cfg["ids"] * 2), "mode": mode}
+
+    class Sync(base):
+        """Control flow on a tensor value: a host sync that a capture refuses. Buffers and RNG too."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.bn = batch_norm(d)
+
+        def forward(self, x: Any) -> Any:
+            h = self.bn(self.fc(x))
+            if float(h.abs().mean()) > 0:
+                h = h * 2
+            return F.dropout(h, 0.25, training=self.training)
+
+    class Norm(base):
+        """Buffers updated in forward (batch-norm running statistics)."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.bn = batch_norm(d)
+
+        def forward(self, x: Any) -> Any:
+            return F.relu(self.bn(self.fc(x)))
+
+    class Partial(base):
+        """A parameter and an input that take no part in the output."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.used = nn.Linear(d, d)
+            self.unused = nn.Linear(d, d)
+
+        def forward(self, x: Any, y: Any) -> Any:
+            return self.used(x)
+
+    class Inplace(base):
+        """Writes into its argument: the caller would see it eagerly but not through a graph."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+
+        def forward(self, x: Any) -> Any:
+            x.scale_(2.0) if hasattr(x, "scale_") else x.mul_(2.0)
+            return self.fc(x)
+
+    class DropOnly(base):
+        """Nothing but dropout: its output shows the mask."""
+
+        def __init__(self, p: float) -> None:
+            super().__init__()
+            self.p = p
+
+        def forward(self, x: Any) -> Any:
+            return F.dropout(x, self.p, training=self.training)
+
+    class FailsOnlyInCapture(base):
+        """Runs fine eagerly and raises while a stand-in capture is under way (any capture error)."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+
+        def forward(self, x: Any) -> Any:
+            if is_capturing():
+                raise RuntimeError("unsupported during capture")
+            return self.fc(x)
+
+    return SimpleNamespace(**{c.__name__: c for c in (MLP, Multi, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture)})

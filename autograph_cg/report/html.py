@@ -70,6 +70,15 @@ def graphed_share(plan: Plan) -> tuple[int, int]:
     return sum(1 for n in nodes if n.wrapped or n.in_graph), len(nodes)
 
 
+def display_root(files: Iterable[str]) -> str:
+    """The working directory when every file is under it; else the folder the files share (shown in the header)."""
+    cwd = os.getcwd()
+    folders = {os.path.dirname(os.path.abspath(f)) for f in files}
+    if not folders or all(os.path.commonpath([cwd, d]) == cwd for d in folders):
+        return cwd
+    return os.path.commonpath(sorted(folders))
+
+
 def summary(analysis: Any) -> str:
     """One line for stderr: what the page shows on top."""
     counts = Counter(v.status for v in analysis.plan.verdicts.values())
@@ -89,7 +98,7 @@ class _Page:
         self.analysis = analysis
         self.plan: Plan = analysis.plan
         self.out = stream
-        self.root = os.getcwd()
+        self.root = display_root(analysis.files)
         self._lines: dict[str, list[str]] = {}
 
     # Helpers -----------------------------------------------------------------------------------------------
@@ -120,6 +129,11 @@ class _Page:
         verdict = self.plan.verdicts.get(qualname)
         return verdict.status.value if verdict else EXTERNAL
 
+    def root_note(self) -> str:
+        if self.root == os.getcwd():
+            return ""
+        return f'<p class="muted">Paths are relative to <code>{escape(self.root)}</code>.</p>'
+
     @staticmethod
     def badge(status: str) -> str:
         return f'<span class="badge st-{status}">{LABELS[status]}</span>'
@@ -134,7 +148,7 @@ class _Page:
             '<link rel="icon" href="data:,">\n',
             f"<title>autograph-cg report: {escape(title)}</title>\n<style>\n{css}</style>\n</head>\n<body>\n",
             f"<header><h1>CUDA-graph report</h1><p class=\"muted\">{escape(title)} · "
-            f"{len(self.analysis.files)} files · autograph-cg {__version__}</p></header>\n",
+            f"{len(self.analysis.files)} files · autograph-cg {__version__}</p>{self.root_note()}</header>\n",
         )
         self.totals()
         self.tree()

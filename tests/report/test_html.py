@@ -112,6 +112,18 @@ def test_empty_analysis(analysis):
     assert '<div class="big">0.0%</div><div>0 of 0 instantiations, 0 sites to wrap</div>' in text
 
 
+def test_files_outside_the_working_directory_are_shown_relative_to_their_common_folder(analysis, tmp_path):
+    inside = render(analysis)
+    assert "Paths are relative to" not in inside and "fixtures/paddle_lm/ops.py:31" in inside
+    moved = [dataclasses.replace(f, path=str(tmp_path / "pkg" / "sub" / f.path.rsplit("/", 1)[1]))
+             for f in analysis.findings]
+    files = [str(tmp_path / "pkg" / "a.py"), str(tmp_path / "pkg" / "sub" / "b.py")]
+    outside = render(HandMade(moved, files=files))
+    assert f"Paths are relative to <code>{tmp_path / 'pkg'}</code>." in outside
+    assert "<code>sub/ops.py</code>" in outside and str(tmp_path / "pkg" / "sub") not in outside.replace(
+        f"<code>{tmp_path / 'pkg'}</code>", "")
+
+
 def test_code_spans_in_messages_become_code():
     assert html.message("`.item()` copies <x> & `a<b`") == "<code>.item()</code> copies &lt;x&gt; &amp; <code>a&lt;b</code>"
     assert html.message("no spans ` here") == "no spans ` here"

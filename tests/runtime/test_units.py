@@ -1,0 +1,93 @@
+"""The framework-neutral pieces on their own: argument trees, pool ledger, stand-in graph."""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+import pytest
+
+from autograph_cg.runtime import standin
+from autograph_cg.runtime.core import PoolLedger
+from autograph_cg.runtime.keys import GraphKey, explain_miss
+from autograph_cg.runtime.tree import UnsupportedArgument, flatten, unflatten
+
+is_array = lambda x: isinstance(x, np.ndarray)  # noqa: E731
+never = lambda x: False  # noqa: E731
+
+
+class Mode(enum.Enum):
+    A = 1
+
+
+def test_flatten_round_trip_keeps_structure_and_constants():
+    a, b = np.zeros(2), np.ones(3)
+    obj = ((a, [b, 3, "x"], {"k": a, "m": Mode.A}), {"scale": 0.5, "none": None})
+    tensors, spec = flatten(obj, is_array, never)
+    assert [id(t) for t in tensors] == [id(a), id(b), id(a)]
+    rebuilt = unflatten(spec, tensors)
+    assert rebuilt[0][1][1:] == [3, "x"] and rebuilt[0][2]["m"] is Mode.A and rebuilt[1] == obj[1]
+    assert rebuilt[0][0] is a and isinstance(rebuilt[0][1], list)
+
+
+def test_constants_key_by_type_and_value():
+    def spec(value):
+        return flatten((value,), is_array, never)[1]
+
+    assert spec(1) == spec(1)
+    assert spec(1) != spec(True) != spec(1.0)
+    assert spec("sum") != spec("prod")
+
+
+@pytest.mark.parametrize("value", [object(), [np.zeros(1), {1, 2}], {(1, 2): np.zeros(1)}])
+def test_values_that_cannot_key_a_graph_are_refused(value):
+    with pytest.raises(UnsupportedArgument):
+        flatten(value, is_array, never)
+
+
+def test_a_miss_is_explained_by_the_first_difference():
+    base = GraphKey(True, True, (), (), (((4, 8), "f32", "cpu", True),))
+    other = base._replace(tensors=(((6, 8), "f32", "cpu", True),))
+    assert explain_miss(other, [base]) == "shape of tensor argument 0: (6, 8) vs (4, 8)"
+    assert explain_miss(base._replace(training=False), [base]).startswith("training=False")
+
+
+def test_pool_ledger_allows_replay_only_over_older_in_flight_captures():
+    ledger = PoolLedger(handle=None)
+    first, second, third = ledger.next_seq(), ledger.next_seq(), ledger.next_seq()
+    ledger.inflight[1] = second
+    assert ledger.may_replay(third)
+    assert not ledger.may_replay(first)  # ``second`` may sit in memory that ``first`` reuses
+    del ledger.inflight[1]
+    assert ledger.may_replay(first)
+
+
+class Box:
+    """A stand-in owner of a host-syncing method."""
+
+    def item(self):
+        return 1
+
+
+def test_stand_in_refuses_host_syncs_only_while_capturing():
+    graph = standin.StandInGraph(lambda dst, src: None, [(Box, "item")])
+    with pytest.raises(standin.HostSyncDuringCapture, match="Box.item"):
+        graph.capture(lambda: [Box().item()])
+    assert Box().item() == 1 and not standin.is_capturing()
+    seen = []
+    graph.capture(lambda: seen.append(standin.is_capturing()) or [])
+    assert seen == [True]
+
+
+def test_stand_in_replays_into_the_captured_outputs():
+    static_in = np.array([1.0, 2.0])
+
+    def copy(dst, src):
+        dst[...] = src
+
+    graph = standin.StandInGraph(copy, [])
+    (out,) = graph.capture(lambda: [static_in * 2])
+    static_in[:] = [5.0, 7.0]
+    graph.replay()
+    assert out.tolist() == [10.0, 14.0]  # same buffer, new values: what a held output would see
+    assert graph.live_outputs[0] is not out

@@ -100,13 +100,17 @@ class _Page:
         self.out = stream
         self.root = display_root(analysis.files)
         self._lines: dict[str, list[str]] = {}
+        self._rel: dict[str, str] = {}
 
     # Helpers -----------------------------------------------------------------------------------------------
     def write(self, *parts: str) -> None:
         self.out.write("".join(parts))
 
     def rel(self, path: str) -> str:
-        return relative_path(path, self.root)
+        shown = self._rel.get(path)
+        if shown is None:
+            shown = self._rel[path] = relative_path(path, self.root)
+        return shown
 
     def source(self, path: str, line: int) -> str:
         if path not in self._lines:

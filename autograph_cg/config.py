@@ -28,7 +28,7 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Config:
-    select: tuple[str, ...] = ()  # codes, prefixes ("AG1") or rule names; empty selects every rule
+    select: tuple[str, ...] = ()  # codes, prefixes ("AG1") or rule names; empty: every rule on by default
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()  # glob patterns on names or relative paths
     unknown: str = "unknown"  # what unresolved calls make a verdict: "unknown", "block" or "allow"
@@ -38,8 +38,12 @@ class Config:
     warnings: tuple[str, ...] = field(default=())
 
     def keeps(self, code: str) -> bool:
-        name = RULES[code].name if code in RULES else ""
-        selected = not self.select or any(_matches(code, name, s) for s in self.select)
+        rule = RULES.get(code)
+        name = rule.name if rule is not None else ""
+        if self.select:
+            selected = any(_matches(code, name, s) for s in self.select)
+        else:
+            selected = rule is None or rule.default
         return selected and not any(_matches(code, name, s) for s in self.ignore)
 
     def with_overrides(self, **overrides: Any) -> Config:

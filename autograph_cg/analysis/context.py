@@ -355,7 +355,10 @@ class FunctionContext:
                 return TENSOR if tensor_in else UNKNOWN
             origin = self.origins.get(name)
             if origin is not None:
-                self._record("self", origin, node, node.func)
+                if origin.startswith("<instance>"):
+                    self._record("instance", origin[len("<instance>") :], node, node.func)
+                else:
+                    self._record("self", origin, node, node.func)
                 return TENSOR
             if tensor_in:
                 self._record("unresolved", "", node, node.func)
@@ -396,6 +399,8 @@ class FunctionContext:
                 self._match(op_rules, node, detail)
             if short in fw.HOST_FUNCTIONS:
                 return HOST
+            if fw.layer_kind(qual) in ("known", "container", "framework") and short[:1].isupper() and ".nn." in qual + ".":
+                return LAYER
             if short in fw.SEQUENCE_FUNCTIONS:
                 return TENSORS
             return TENSOR
@@ -403,6 +408,8 @@ class FunctionContext:
             return HOST if not tensor_in else UNKNOWN
         if tensor_in or short[:1].isupper():
             self._record("name", qual, node, node.func)
+        if short[:1].isupper():
+            return LAYER if not tensor_in else UNKNOWN
         return TENSOR if tensor_in else UNKNOWN
 
     def _call_method(self, node: ast.Call, func: ast.Attribute, tensor_in: bool) -> int:
@@ -634,6 +641,11 @@ def _assign(ctx: FunctionContext, node: ast.Assign) -> None:
     kind = ctx.expr(node.value)
     for target in node.targets:
         ctx.bind(target, kind, node.value)
+    value = node.value
+    if kind == LAYER and isinstance(value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        qual = ctx.qualify(value.func)
+        if qual is not None:  # calling this name later calls an instance of `qual`
+            ctx.origins[node.targets[0].id] = "<instance>" + qual
 
 
 def _annassign(ctx: FunctionContext, node: ast.AnnAssign) -> None:

@@ -245,6 +245,8 @@ class Package:
                 fmodule, function = self.functions[resolved]
                 status, reasons = self._function("", fmodule.module, function)
                 result.absorb(status, reasons, step)
+        elif kind == "instance":  # a layer built in forward and called: `loss_fct = CrossEntropyLoss(); loss_fct(y)`
+            self._sublayer(target, call, module, result, f"{step} → {call.text}", None)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
 
@@ -280,11 +282,10 @@ class Package:
         self._unknown("AG901", call.text, call, module, call.span.line, result, step)
 
     def _unknown(self, code: str, detail: str, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str) -> None:
-        if not self.keep(code):
-            return
+        """Unresolved calls shape the verdict whatever is reported; the finding is kept only when selected."""
         rule = RULES[code]
         message = rule.message.format(detail=detail)
-        if call is not None:
+        if call is not None and self.keep(code):
             key = (module.path, call.span.line, call.span.col, code)
             if key not in self.extra_findings:
                 self.extra_findings[key] = Finding(module.path, call.span, code, message, step.split(" → ")[0])

@@ -19,6 +19,7 @@ class CallRef:
       "self-attr"  self.ATTR.NAME(...) — method NAME of the sublayer held in ATTR
       "super"      super().NAME(...)
       "name"       a module-level name or import: `target` is its qualified name ("pkg.ops.rotate_half")
+      "instance"   a local built from class `target` in this function and then called
       "unresolved" a call we cannot follow (a parameter, a local object) that receives tensors
     """
 

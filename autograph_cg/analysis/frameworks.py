@@ -40,8 +40,9 @@ KNOWN_LAYERS = {
             "AdaptiveMaxPool2D", "AdaptiveMaxPool3D", "Upsample", "UpsamplingNearest2D",
             "UpsamplingBilinear2D", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Swish",
             "ThresholdedReLU", "Maxout", "MultiHeadAttention", "TransformerEncoderLayer",
-            "TransformerDecoderLayer", "CosineSimilarity", "PairwiseDistance", "MSELoss", "L1Loss", "BCELoss",
-            "BCEWithLogitsLoss", "SmoothL1Loss", "KLDivLoss", "CrossEntropyLoss", "NLLLoss",
+            "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "CosineSimilarity",
+            "PairwiseDistance", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss", "KLDivLoss",
+            "CrossEntropyLoss", "NLLLoss", "Silu", "Softmax2D", "Unfold", "Fold",
         }
     ),
     "torch": frozenset(

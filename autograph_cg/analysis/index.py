@@ -162,7 +162,10 @@ class SiteCollector:
         if self.func is None:
             return []
         self._walk_method(self.func)
-        return self.sites
+        unique: dict[tuple[int, int], SiteFacts] = {}
+        for site in self.sites:  # a layer added with add_sublayer and appended to a list is one site
+            unique.setdefault((site.span.line, site.span.col), site)
+        return list(unique.values())
 
     def plain_sites(self, statements: list[ast.stmt]) -> list[SiteFacts]:
         """Constructions of classes outside any class: `model = Net(cfg)`, `return Net(cfg)`, wrapped or not.
@@ -223,11 +226,18 @@ class SiteCollector:
                 self.lists[target.id] = items
             elif isinstance(value, ast.Call) and self._container(value) and not value.args:
                 self.lists[target.id] = []
+            elif isinstance(value, ast.Call) and self._add_sublayer(value, statement):
+                added = _added_layer(value)  # `block = self.add_sublayer(name, Block())`: `block` is that layer
+                self.lists[target.id] = [self._unwrap(added)] if isinstance(added, ast.Call) else []
         elif isinstance(target, ast.Subscript) and _self_attr(target.value) is not None:
             attr = _self_attr(target.value)
             self._constructed(value, attr or "", f"self.{attr}[*]", "dict", statement)
 
     def _assign_attr(self, attr: str, value: ast.expr, statement: ast.stmt) -> None:
+        if isinstance(value, ast.IfExp):  # `DropPath(p) if p > 0 else nn.Identity()`: either may be held
+            self._assign_attr(attr, value.body, statement)
+            self._assign_attr(attr, value.orelse, statement)
+            return
         kind = UNKNOWN
         if isinstance(value, ast.Call):
             callee = self._callee(value)
@@ -301,13 +311,24 @@ class SiteCollector:
             if self.cls is not None:
                 self.cls.set(attr, LAYER)
             return
-        if isinstance(owner, ast.Name) and owner.id == "self" and func.attr in ("add_sublayer", "add_module", "register_module"):
-            if len(call.args) >= 2:
-                name = call.args[0]
-                attr = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else ""
-                self._constructed(call.args[1], attr, f"self.{attr}" if attr else "self.<added>", "", statement)
-                if attr and self.cls is not None:
-                    self.cls.set(attr, LAYER)
+        self._add_sublayer(call, statement)
+
+    def _add_sublayer(self, call: ast.Call, statement: ast.stmt) -> bool:
+        """`self.add_sublayer("name", Block())` / `add_module`: a site, and attribute "name" when it is literal."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return False
+        if func.attr not in ("add_sublayer", "add_module", "register_module"):
+            return False
+        added = _added_layer(call)
+        if added is None:
+            return True
+        name = call.args[0] if call.args else None
+        attr = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else ""
+        self._constructed(added, attr, f"self.{attr}" if attr else "self.<added>", "", statement)
+        if attr and self.cls is not None:
+            self.cls.set(attr, LAYER)
+        return True
 
     def _constructed(self, value: ast.expr, attr: str, target: str, container: str, statement: ast.stmt) -> None:
         items = self._items(value, statement) if not isinstance(value, ast.Call) else [self._unwrap(value)]
@@ -343,8 +364,8 @@ class SiteCollector:
         for arg in call.args:
             if isinstance(arg, ast.Call) and not self._container(arg):
                 found.append(self._unwrap(arg))
-            elif isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name):
-                found.extend(self.lists.get(arg.value.id, []))
+            elif isinstance(arg, ast.Starred):
+                found.extend(self._items(arg.value, statement) or [])
             elif isinstance(arg, ast.Dict):
                 found.extend(self._unwrap(v) for v in arg.values if isinstance(v, ast.Call))
             elif isinstance(arg, ast.DictComp) and isinstance(arg.value, ast.Call):
@@ -384,6 +405,16 @@ class SiteCollector:
         if isinstance(statement, ast.Assign) and statement.value is call and isinstance(statement.targets[0], ast.Name):
             return statement.targets[0].id
         return "return" if isinstance(statement, ast.Return) else ""
+
+
+def _added_layer(call: ast.Call) -> ast.expr | None:
+    """The layer argument of `add_sublayer(name, sublayer)` / `add_module(name, module)`."""
+    if len(call.args) >= 2:
+        return call.args[1]
+    for kw in call.keywords:
+        if kw.arg in ("sublayer", "module"):
+            return kw.value
+    return None
 
 
 def _alternatives(node: ast.expr) -> list[ast.Call]:

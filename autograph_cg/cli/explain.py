@@ -28,4 +28,5 @@ def rules(markdown: bool) -> None:
         return
     for r in ALL_RULES:
         blocks = "blocks" if r.blocks else "      "
-        click.echo(f"{r.code}  {r.name:<32} {r.severity.value:<8} {blocks}  {r.family.title}")
+        default = "" if r.default else "  (off unless selected)"
+        click.echo(f"{r.code}  {r.name:<32} {r.severity.value:<8} {blocks}  {r.family.title}{default}")

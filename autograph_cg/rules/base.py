@@ -71,6 +71,7 @@ class Rule:
     invalid: tuple[str, ...] = field(default=())
     valid: tuple[str, ...] = field(default=())
     since: str = "0.1.0"
+    default: bool = True  # reported unless the selection names it; off for the noisy informational rules
 
     @property
     def blocks(self) -> bool:
@@ -83,7 +84,8 @@ class Rule:
             f"{title} {self.code} {self.name}",
             "",
             f"Family: {self.family.title} ({self.family.prefix}xx). Severity: {self.severity.value}."
-            + (" Blocks capture." if self.blocks else " Does not block capture by itself."),
+            + (" Blocks capture." if self.blocks else " Does not block capture by itself.")
+            + ("" if self.default else f" Reported only when selected (`--select {self.code}`)."),
             "",
             f"{section} What it does",
             self.what.strip(),

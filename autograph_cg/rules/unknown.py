@@ -1,4 +1,7 @@
-"""AG9xx: what the analyzer cannot see into. Strictness (`unknown` in the config) decides what it means."""
+"""AG9xx: what the analyzer cannot see into. Strictness (`unknown` in the config) decides what it means.
+
+Not reported unless selected (`--select AG9`): they explain `unknown` verdicts, which `plan` shows anyway.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ RULES = (
         instead="self.act = nn.GELU()  # a layer the analyzer can see, or give the argument a default class",
         check=_cross_file,
         hook="cross-file",
+        default=False,
         invalid=("fn = getattr(self, 'f')\ny = fn(x)",),
         valid=("y = F.gelu(x)",),
     ),
@@ -49,6 +53,7 @@ RULES = (
         instead="# analyze the package that defines it too, or mark the parent `# autograph-cg: skip`",
         check=_cross_file,
         hook="cross-file",
+        default=False,
         invalid=(
             "class M(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.rnn = nn.LSTM(4, 4)\n"
             "    def forward(self, x):\n        return self.rnn(x)\n",

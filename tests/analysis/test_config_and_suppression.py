@@ -67,3 +67,13 @@ def test_warm_cache_gives_the_cold_answer_and_sees_changes(tmp_path):
     (src / "m.py").write_text(LAYER)
     changed = analyze([str(src)], options)
     assert [f.code for f in changed.findings] == ["AG101"]
+
+
+def test_unknown_calls_are_reported_only_when_selected_but_always_shape_the_verdict(tmp_path):
+    text = "import paddle.nn as nn\n\n\nclass M(nn.Layer):\n    def __init__(self, fn):\n        super().__init__()\n        self.fn = fn\n\n    def forward(self, x):\n        return self.fn(x)\n"
+    (tmp_path / "m.py").write_text(text)
+    assert codes(tmp_path)[0] == []
+    assert codes(tmp_path, "--select", "AG9")[0] == ["AG901"]
+    for mode, verdict in (("unknown", "unknown"), ("block", "ineligible"), ("allow", "eligible")):
+        plan = CliRunner().invoke(main, ["plan", str(tmp_path), "--format", "json", "--no-cache", "--unknown", mode])
+        assert [v["verdict"] for v in json.loads(plan.stdout)["verdicts"]] == [verdict]

@@ -22,7 +22,7 @@ from autograph_cg.analysis.kinds import (
     join,
     maybe_tensor,
 )
-from autograph_cg.findings import Finding, Span
+from autograph_cg.findings import Finding
 from autograph_cg.rules.dispatch import DISPATCH
 
 if TYPE_CHECKING:
@@ -37,10 +37,14 @@ HOST_PARAM_NAMES = frozenset(
         "reduction", "mode", "normalize", "deterministic", "is_causal", "align_corners", "seq_len", "max_len",
         "head_dim", "device", "place", "layout", "dims", "axes", "perm", "factor", "ratio", "temperature",
         "top_k", "top_p", "beta", "alpha", "gamma", "momentum", "value", "fill_value", "prefix", "key_name",
+        "height", "width", "length", "channels", "batch_size", "seq_length", "world_size", "rank",
     }
 )  # fmt: skip
 _HOST_PARAM_PREFIXES = ("num_", "n_", "use_", "return_", "is_", "has_", "output_", "enable_", "with_", "do_")
-_HOST_PARAM_SUFFIXES = ("_size", "_dim", "_dims", "_len", "_num", "_eps", "_ratio", "_rate", "_mode", "_name", "_flag")
+_HOST_PARAM_SUFFIXES = (
+    "_size", "_dim", "_dims", "_len", "_length", "_num", "_eps", "_ratio", "_rate", "_mode", "_name", "_flag",
+    "_shape", "_degree", "_rank", "_stride", "_h", "_w", "_heads", "_layers", "_steps", "_type", "_config",
+)  # fmt: skip
 _HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "dtype", "device", "Size"})
 _CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"})
 #: Tensor attributes that are tensors themselves.
@@ -69,6 +73,8 @@ def param_kind(arg: ast.arg, default: ast.expr | None) -> int:
         return HOST if isinstance(default, (ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.Dict)) else UNKNOWN
     name = arg.arg
     if name in HOST_PARAM_NAMES or name.startswith(_HOST_PARAM_PREFIXES) or name.endswith(_HOST_PARAM_SUFFIXES):
+        return HOST
+    if len(name) == 1 and name.isupper():  # H, W, C, B, N, L: sizes by convention
         return HOST
     if name in ("cfg", "config", "args", "opts", "options", "kwargs"):
         return UNKNOWN

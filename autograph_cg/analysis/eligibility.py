@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
+from autograph_cg.analysis.index import REFERENCE
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
 from autograph_cg.findings import Finding
 from autograph_cg.rules.registry import RULES
@@ -219,7 +220,7 @@ class Package:
                 self._unresolved(call, module, result, step)
                 return
             for cls in classes:
-                resolved = self.resolve(cls)
+                resolved = self.resolve(cls.lstrip(REFERENCE))
                 if resolved is not None and resolved in self.classes:
                     method = self.find_method(resolved, method_name)
                     if method is not None:
@@ -251,6 +252,8 @@ class Package:
             self._unresolved(call, module, result, step)
 
     def _sublayer(self, cls: str, call: CallRef, module: ModuleFacts, result: _Result, step: str, assumed: str | None) -> None:
+        stored = cls.startswith(REFERENCE)
+        cls = cls[len(REFERENCE) :] if stored else cls
         resolved = self.resolve(cls)
         if resolved is not None and resolved in self.classes:
             if not self.is_layer(resolved):
@@ -258,10 +261,13 @@ class Package:
             verdict = self.verdict(resolved)
             result.absorb(verdict.status, verdict.reasons, step)
             return
-        if resolved is not None:  # a package function stored on self
+        if resolved is not None and stored:  # a package function stored on self and called in forward
             fmodule, function = self.functions[resolved]
             status, reasons = self._function("", fmodule.module, function)
             result.absorb(status, reasons, step)
+            return
+        if resolved is not None:  # built by a package factory function: which class it returns is not known
+            self._unknown("AG902", f"{cls}() (a factory)", call, module, call.span.line, result, step)
             return
         self._external_layer(cls, result, call, module, call.span.line, step)
 

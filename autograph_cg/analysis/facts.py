@@ -60,7 +60,7 @@ class ClassFacts:
     bases: tuple[str, ...]  # qualified names as far as imports tell
     methods: dict[str, FunctionFacts] = field(default_factory=dict)
     sites: tuple[SiteFacts, ...] = ()  # sublayers built by __init__ and the methods it calls
-    attr_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # self.ATTR -> classes it may hold
+    attr_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # self.ATTR -> what built it ("&f": stored f)
     attr_defaults: dict[str, str] = field(default_factory=dict)  # self.ATTR = param with a class default
     skipped: bool = False
 

@@ -65,6 +65,18 @@ KNOWN_LAYERS = {
     ),
 }  # fmt: skip
 
+#: Framework layers without parameters or buffers: building one in forward costs a Python object, nothing more.
+PARAMETERLESS = frozenset(
+    (_COMMON_ACTIVATIONS - {"PReLU"})
+    | {
+        "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Dropout2D", "Dropout3D", "AlphaDropout", "MSELoss",
+        "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CrossEntropyLoss",
+        "NLLLoss", "Upsample", "PixelShuffle", "PixelUnshuffle", "Swish", "Silu", "Softmax2D", "Softmin",
+        "Threshold", "Unfold", "Fold", "CosineSimilarity", "PairwiseDistance", "ZeroPad2D", "ZeroPad2d",
+    }
+    | {f"{kind}{n}{d}" for kind in ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool") for n in "123" for d in "dD"}
+)  # fmt: skip
+
 #: Containers: sequences and dicts of layers. Only `Sequential` is callable.
 CONTAINERS = {
     "paddle": frozenset({"LayerList", "LayerDict", "Sequential", "ParameterList"}),

@@ -17,6 +17,7 @@ from autograph_cg.analysis.suppressions import scan
 from autograph_cg.rules.registry import RULES
 
 WRAPPER = "CUDAGraphedLayer"
+REFERENCE = "&"  # marks attr_classes entries stored by reference, not built by a call
 _TENSOR_FACTORIES = frozenset(
     {"create_parameter", "Parameter", "zeros", "ones", "full", "empty", "randn", "rand", "arange", "eye", "tensor",
      "to_tensor", "zeros_like", "ones_like", "linspace", "tril", "triu", "ParamAttr"}
@@ -290,8 +291,8 @@ class SiteCollector:
             kind = HOST
         elif isinstance(value, (ast.Attribute, ast.Name)):
             qual = _dotted(self.scope, value)
-            if qual is not None:
-                self._record_class(attr, qual)
+            if qual is not None:  # a function (or class) stored uncalled: `self.act = F.gelu`
+                self._record_class(attr, REFERENCE + qual)
         if self.cls is not None:
             self.cls.set(attr, kind)
 

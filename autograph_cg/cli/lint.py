@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, paths_argument, report_errors
+from autograph_cg.cli.options import analysis_options, build_options, fail, paths_argument, report_errors
 from autograph_cg.report import FORMATS
 from autograph_cg.report.baseline import BaselineError
 from autograph_cg.report.baseline import load as load_baseline
@@ -36,7 +36,7 @@ def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, 
     try:
         known = load_baseline(baseline) if baseline else None
     except BaselineError as exc:
-        raise click.ClickException(str(exc)) from None
+        fail(str(exc))
     analysis = analyze(list(paths), options)
     report_errors(analysis.errors)
     if known is not None:
@@ -45,7 +45,7 @@ def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, 
         try:
             count = save_baseline(write_baseline, analysis.findings)
         except OutputError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         if not kwargs.get("quiet"):
             click.echo(f"autograph-cg: wrote {count} findings to {write_baseline}", err=True)
     try:
@@ -53,11 +53,11 @@ def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, 
             style = Style.for_stream(stream, bool(kwargs.get("no_color"))) if fmt == "text" else Style(False)
             FORMATS[fmt](analysis, stream, EmitOptions(style=style))
     except OutputError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not kwargs.get("quiet"):
         click.echo(summary_line(analysis), err=True)
     if analysis.summary.analyzed == 0:
-        _fail("nothing could be analyzed")
+        fail("nothing could be analyzed")
     sys.exit(0 if exit_zero or write_baseline or not analysis.findings else 1)
 
 
@@ -67,7 +67,3 @@ def _replace_findings(analysis: Any, findings: list[Any]) -> Any:
     summary = replace(analysis.summary, findings=len(findings))
     return replace(analysis, findings=findings, summary=summary)
 
-
-def _fail(message: str) -> None:
-    click.echo(f"autograph-cg: error: {message}", err=True)
-    sys.exit(2)

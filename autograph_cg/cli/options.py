@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import click
 
@@ -69,6 +69,12 @@ def build_options(paths: tuple[str, ...], kwargs: dict[str, Any], wrap_unknown: 
     )
 
 
-def report_errors(errors: list[Any], quiet: bool = False) -> None:
+def report_errors(errors: list[Any]) -> None:
     for error in errors:
         click.echo(f"autograph-cg: error: {error}", err=True)
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr and exit 2: the contract for input and output errors."""
+    click.echo(f"autograph-cg: error: {message}", err=True)
+    sys.exit(2)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
 import click
 
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, paths_argument, report_errors
+from autograph_cg.cli.options import analysis_options, build_options, fail, paths_argument, report_errors
 from autograph_cg.report import html
 from autograph_cg.report.output import OutputError, open_output
 
@@ -31,17 +30,13 @@ def report(paths: tuple[str, ...], html_path: str, wrap_unknown: bool, **kwargs:
     analysis = analyze(list(paths), options)
     report_errors(analysis.errors)
     if analysis.summary.analyzed == 0:
-        _fail("nothing could be analyzed")
+        fail("nothing could be analyzed")
     try:
         with open_output(html_path) as stream:
             html.emit(analysis, stream, None, title=" ".join(paths))
     except OutputError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not kwargs.get("quiet"):
         click.echo(f"autograph-cg: wrote {html_path}: {html.summary(analysis)}; "
                    f"{time.perf_counter() - started:.2f} s", err=True)
 
-
-def _fail(message: str) -> None:
-    click.echo(f"autograph-cg: error: {message}", err=True)
-    sys.exit(2)

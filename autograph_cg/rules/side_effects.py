@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterator
 
+from autograph_cg.analysis.frameworks import PARAMETERLESS, layer_kind
 from autograph_cg.findings import Severity
 from autograph_cg.rules.base import SIDE_EFFECTS, Rule
 
@@ -49,13 +50,14 @@ def _container_mutation(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[a
 
 
 def _layer_in_forward(ctx: FunctionContext, call: ast.Call) -> bool:
-    from autograph_cg.analysis.frameworks import layer_kind
-
+    """Parameters, hooks, and layers that own parameters; a loss or activation object built in forward is fine."""
     qual = ctx.qualify(call.func)
     if qual is None:
         return True
     short = qual.rsplit(".", 1)[-1]
-    return short[:1].isupper() and ".initializer." not in qual and layer_kind(qual) in ("known", "framework", "container")
+    if not short[:1].isupper() or ".initializer." in qual or short in PARAMETERLESS:
+        return False
+    return layer_kind(qual) in ("known", "framework", "container")
 
 
 def _logger(ctx: FunctionContext, call: ast.Call) -> bool:
@@ -185,6 +187,6 @@ RULES = (
         hook="layer-method",
         guard=_layer_in_forward,
         invalid=("paddle: proj = nn.Linear(4, 4)\ny = proj(x)", "torch: p = nn.Parameter(x)", "self.register_buffer('b', x)"),
-        valid=("y = F.relu(x)",),
+        valid=("y = F.relu(x)", "loss_fn = nn.CrossEntropyLoss()\ny = loss_fn(x, mask)"),
     ),
 )

@@ -45,9 +45,9 @@ RULES = (
         name="unknown-layer",
         family=UNKNOWN,
         severity=Severity.WARNING,
-        message="layer class `{detail}` is outside the package and not on the reviewed allowlist",
+        message="cannot see into layer `{detail}`: not built from a class of the package or the reviewed allowlist",
         what="Finds sublayers built from classes that are neither defined in the analyzed package nor on the "
-        "reviewed list of capturable framework layers.",
+        "reviewed list of capturable framework layers, and sublayers built by factory functions.",
         why="Their forward cannot be checked, so the parent's verdict is `unknown`.",
         example="self.rnn = nn.LSTM(64, 64)",
         instead="# analyze the package that defines it too, or mark the parent `# autograph-cg: skip`",

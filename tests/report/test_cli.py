@@ -104,3 +104,13 @@ def test_lint_baseline_hides_old_findings_across_line_moves_and_reports_new_ones
 
     heads.write_text("# moved\n" * 10 + "".join(lines).replace(new_hazard, ""))
     assert run("lint", "paddle_lm", "--baseline", "baseline.json", "-q").exit_code == 0
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"findings": []}'])
+def test_lint_corrupt_baseline_is_exit_2(project, content):
+    (project / "baseline.json").write_text(content)
+    result = run("lint", "paddle_lm", "--baseline", "baseline.json", "-q", "--format", "sarif", "-o", "out.sarif")
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("autograph-cg: error: ") and "baseline.json" in line
+    assert not (project / "out.sarif").exists()

@@ -90,6 +90,19 @@ class CudaGraph:
             pass
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("the capture stream is still capturing after an aborted capture")
+        # Some PyTorch versions leave the default generator in capture mode when a capture dies
+        # (eager RNG then refuses to advance); one small complete capture with an RNG op closes it.
+        heal = torch.cuda.CUDAGraph()
+        try:
+            heal.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            try:
+                torch.rand(1, device=self._device)
+            finally:
+                heal.capture_end()
+        except Exception:
+            pass
+        finally:
+            heal.reset()
 
     def replay(self) -> None:
         self._graph.replay()

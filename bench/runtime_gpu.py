@@ -1,0 +1,278 @@
+"""Benchmark of the CUDA-graph runtime on one GPU (a benchmark, not a test).
+
+For a stack of 24 pre-LN MLP blocks (d=256, batch 8) and 8 ``nn.TransformerEncoderLayer``s
+(d=256, batch 4, seq 64) it prints, in one run, the time of a training step (zero_grad, forward,
+loss, backward) and of an inference forward for: eager; ``torch.cuda.make_graphed_callables`` per
+layer and on the whole model; ``CUDAGraphedLayer`` per block and on the whole model; one raw CUDA
+graph of the whole step; and the GPU-busy time of the eager step from the profiler (sum of device
+activity). Peak memory is the allocator's peak above what was allocated before the model existed.
+
+    python bench/runtime_gpu.py [--iters 30] [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+GOALS = {
+    "whole model, training: CUDAGraphedLayer / GPU busy": 1.3,
+    "whole model, inference: CUDAGraphedLayer / GPU busy": 1.15,
+    "per block, training: CUDAGraphedLayer / make_graphed_callables": 0.7,
+    "peak memory, training: CUDAGraphedLayer (worst) / eager": 1.2,
+}
+
+
+def build_models(torch: Any) -> dict[str, tuple[Callable[[], Any], tuple[int, ...]]]:
+    nn = torch.nn
+
+    class MLPBlock(nn.Module):
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.ln = nn.LayerNorm(d)
+            self.fc1 = nn.Linear(d, 4 * d)
+            self.fc2 = nn.Linear(4 * d, d)
+
+        def forward(self, x: Any) -> Any:
+            return x + self.fc2(nn.functional.gelu(self.fc1(self.ln(x))))
+
+    return {
+        "mlp24 (d=256, batch 8)": (lambda: nn.Sequential(*[MLPBlock(256) for _ in range(24)]), (8, 256)),
+        "tfm8 (d=256, batch 4, seq 64)": (
+            lambda: nn.Sequential(
+                *[nn.TransformerEncoderLayer(256, 8, batch_first=True) for _ in range(8)]
+            ),
+            (4, 64, 256),
+        ),
+    }
+
+
+class Bench:
+    def __init__(self, torch: Any, iters: int) -> None:
+        self.torch, self.iters = torch, iters
+
+    def time_ms(self, fn: Callable[[], None]) -> float:
+        torch = self.torch
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(self.iters):
+                fn()
+            torch.cuda.synchronize()
+            runs.append((time.perf_counter() - start) / self.iters * 1e3)
+        return statistics.median(runs)
+
+    def busy_ms(self, fn: Callable[[], None]) -> float:
+        """Device-busy time per call: the union of all GPU activity intervals in the profiler trace."""
+        torch = self.torch
+        from torch.profiler import ProfilerActivity, profile
+
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(self.iters):
+                fn()
+            torch.cuda.synchronize()
+        spans = sorted(
+            (e.start_ns(), e.start_ns() + e.duration_ns())
+            for e in prof.profiler.kineto_results.events()
+            if e.device_type() == torch.autograd.DeviceType.CUDA
+        )
+        busy_ns, end = 0, 0
+        for start, stop in spans:
+            if stop > end:
+                busy_ns += stop - max(start, end)
+                end = stop
+        return busy_ns / self.iters / 1e6
+
+
+def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dict[str, Callable[[bool], Any]]:
+    """Each returns a zero-argument step for training (True) or inference (False), on a fresh model."""
+    from autograph_cg.runtime import CUDAGraphedLayer
+
+    def fresh(train: bool) -> Any:
+        torch.manual_seed(0)
+        model = make().cuda()
+        return model.train(train)
+
+    def x_for(train: bool, requires_grad: bool = False) -> Any:
+        return torch.randn(*shape, device="cuda", requires_grad=requires_grad)
+
+    def stepper(model: Any, train: bool) -> Callable[[], None]:
+        x = x_for(train)
+        if not train:
+            def infer() -> None:
+                with torch.no_grad():
+                    model(x)
+            return infer
+
+        def step() -> None:
+            model.zero_grad(set_to_none=True)
+            model(x).float().pow(2).mean().backward()
+
+        return step
+
+    def eager(train: bool) -> Any:
+        model = fresh(train)
+        return model, stepper(model, train)
+
+    def mgc_per_layer(train: bool) -> Any:
+        model = fresh(train)
+        samples = tuple((x_for(train, requires_grad=i > 0),) for i in range(len(model)))
+        torch.cuda.make_graphed_callables(tuple(model), samples)
+        return model, stepper(model, train)
+
+    def mgc_whole(train: bool) -> Any:
+        model = fresh(train)
+        graphed = torch.cuda.make_graphed_callables(model, (x_for(train),))
+        return model, stepper(graphed, train)
+
+    def ours_per_block(train: bool) -> Any:
+        model = fresh(train)
+        wrapped = torch.nn.Sequential(*[CUDAGraphedLayer(block) for block in model])
+        return wrapped, stepper(wrapped, train)
+
+    def ours_whole(train: bool) -> Any:
+        model = fresh(train)
+        wrapped = CUDAGraphedLayer(model)
+        return wrapped, stepper(wrapped, train)
+
+    def raw_graph(train: bool) -> Any:
+        model = fresh(train)
+        step = stepper(model, train)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        model.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        x = x_for(train)
+        with torch.cuda.graph(graph):
+            if train:
+                model(x).float().pow(2).mean().backward()
+            else:
+                with torch.no_grad():
+                    model(x)
+        return (model, graph), graph.replay
+
+    return {
+        "eager": eager,
+        "make_graphed_callables per layer": mgc_per_layer,
+        "make_graphed_callables whole model": mgc_whole,
+        "CUDAGraphedLayer per block": ours_per_block,
+        "CUDAGraphedLayer whole model": ours_whole,
+        "raw whole-step CUDA graph": raw_graph,
+    }
+
+
+def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int, ...]) -> dict[str, Any]:
+    from autograph_cg.runtime import layer_stats
+
+    out: dict[str, Any] = {}
+    for name, build in variants(torch, make, shape).items():
+        for train in (True, False):
+            mode = "train" if train else "infer"
+            gc.collect()
+            torch.cuda.empty_cache()
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            seen = {s["name"] for s in layer_stats()}
+            keep, step = build(train)
+            ms = bench.time_ms(step)
+            out[f"{name}|{mode}|ms"] = ms
+            out[f"{name}|{mode}|peak_mb"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+            if name == "eager":
+                out[f"GPU busy (profiler)|{mode}|ms"] = bench.busy_ms(step)
+            new = [s for s in layer_stats() if s["name"] not in seen]
+            if new:
+                out[f"{name}|{mode}|runtime"] = {
+                    "captures": sum(s["captures"] for s in new),
+                    "eager_calls": sum(s["eager_calls"] for s in new),
+                    "eager_backwards": sum(s["eager_backwards"] for s in new),
+                    "capture_ms": round(sum(s["capture_ms"] for s in new), 1),
+                    "fallbacks": sorted({r for s in new for r in s["fallbacks"]}),
+                }
+            del keep, step, new
+    return out
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    names = [
+        "eager",
+        "make_graphed_callables per layer",
+        "make_graphed_callables whole model",
+        "CUDAGraphedLayer per block",
+        "CUDAGraphedLayer whole model",
+        "raw whole-step CUDA graph",
+        "GPU busy (profiler)",
+    ]
+    lines = []
+    for model, r in results.items():
+        lines.append(f"\n### {model}\n")
+        lines.append("| variant | training step ms | inference ms | peak MB (train) | peak MB (infer) |")
+        lines.append("| --- | ---: | ---: | ---: | ---: |")
+        for n in names:
+            cells = [r.get(f"{n}|train|ms"), r.get(f"{n}|infer|ms"), r.get(f"{n}|train|peak_mb"), r.get(f"{n}|infer|peak_mb")]
+            lines.append(f"| {n} | " + " | ".join("" if c is None else f"{c:.2f}" if i < 2 else f"{c:.1f}" for i, c in enumerate(cells)) + " |")
+        busy_t, busy_i = r["GPU busy (profiler)|train|ms"], r["GPU busy (profiler)|infer|ms"]
+        ours = "CUDAGraphedLayer"
+        ratios = {
+            "whole model, training: CUDAGraphedLayer / GPU busy": r[f"{ours} whole model|train|ms"] / busy_t,
+            "whole model, inference: CUDAGraphedLayer / GPU busy": r[f"{ours} whole model|infer|ms"] / busy_i,
+            "per block, training: CUDAGraphedLayer / make_graphed_callables": r[f"{ours} per block|train|ms"]
+            / r["make_graphed_callables per layer|train|ms"],
+            "peak memory, training: CUDAGraphedLayer (worst) / eager": max(
+                r[f"{ours} per block|train|peak_mb"], r[f"{ours} whole model|train|peak_mb"]
+            ) / r["eager|train|peak_mb"],
+        }
+        lines.append("\n| goal | measured | target | met |")
+        lines.append("| --- | ---: | ---: | --- |")
+        for goal, value in ratios.items():
+            lines.append(f"| {goal} | {value:.2f} | ≤ {GOALS[goal]} | {'yes' if value <= GOALS[goal] else 'no'} |")
+        for key, stats in r.items():
+            if key.endswith("|runtime"):
+                lines.append(f"\n- runtime, {key.rsplit('|', 1)[0].replace('|', ', ')}: {stats}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iters", type=int, default=30, help="timed iterations per repeat (3 repeats)")
+    parser.add_argument("--json", help="also write the raw figures to this file")
+    args = parser.parse_args(argv)
+    if args.iters < 1:
+        print("runtime_gpu: --iters must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError:
+        print("runtime_gpu: PyTorch is not installed", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("runtime_gpu: needs a CUDA device", file=sys.stderr)
+        return 2
+    bench = Bench(torch, args.iters)
+    results = {name: measure(torch, bench, make, shape) for name, (make, shape) in build_models(torch).items()}
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {args.iters} iterations x 3 repeats (median)")
+    print(table(results))
+    if args.json:
+        meta = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "iters": args.iters}
+        with open(args.json, "w") as fh:
+            json.dump({"meta": meta, "results": results}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,6 +60,8 @@ class Package:
             for function in module.functions.values():
                 self.functions[f"{module.module}.{function.name}"] = (module, function)
         self._roots = {name.split(".", 1)[0] for name in self.modules}
+        self._resolved: dict[str, str | None] = {}
+        self._mro: dict[str, list[str]] = {}
         self._layer: dict[str, bool] = {}
         self._function_memo: dict[tuple[str, str, str], _Result] = {}
         self._in_progress: set[tuple[str, str, str]] = set()
@@ -68,17 +70,26 @@ class Package:
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
 
     # ----- resolution ------------------------------------------------------------------------------------------
-    def resolve(self, qual: str, depth: int = 0) -> str | None:
+    def resolve(self, qual: str) -> str | None:
         """Follow re-exports (`from .mlp import MLP` in `__init__`) to a class or function of the package."""
-        if qual in self.classes or qual in self.functions:
-            return qual
-        if depth > 8:
-            return None
-        module, _, name = qual.rpartition(".")
-        facts = self.modules.get(module)
-        if facts is not None and name in facts.imports and facts.imports[name] != qual:
-            return self.resolve(facts.imports[name], depth + 1)
-        return None
+        try:
+            return self._resolved[qual]
+        except KeyError:
+            pass
+        current: str | None = qual
+        for _ in range(8):
+            if current in self.classes or current in self.functions:
+                break
+            module, _, name = current.rpartition(".")  # type: ignore[union-attr]
+            facts = self.modules.get(module)
+            target = facts.imports.get(name) if facts is not None else None
+            current = target if target is not None and target != current else None
+            if current is None:
+                break
+        else:
+            current = None
+        self._resolved[qual] = current
+        return current
 
     def in_package(self, qual: str) -> bool:
         return qual.split(".", 1)[0] in self._roots
@@ -105,6 +116,9 @@ class Package:
         return [q for q in self.classes if self.is_layer(q)]
 
     def mro(self, qual: str) -> list[str]:
+        known = self._mro.get(qual)
+        if known is not None:
+            return known
         order: list[str] = []
         stack = [qual]
         while stack:
@@ -116,6 +130,7 @@ class Package:
                 resolved = self.resolve(base)
                 if resolved is not None:
                     stack.append(resolved)
+        self._mro[qual] = order
         return order
 
     def framework_bases(self, qual: str) -> list[str]:

@@ -84,6 +84,15 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
     package = Package(modules, config.keeps, config.unknown)
     plan = make_plan(package, options.wrap_unknown)
+    walked: set[str] = set()
+    while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
+        wanted = package.shallow_reached - walked
+        walked |= wanted
+        deepened, _ = index_files([s for s in stamped if s[0].path in wanted], options.jobs, cache_dir, None, deep=True)
+        by_path = {m.path: m for m in deepened}
+        modules = [by_path.get(m.path, m) for m in modules]
+        package = Package(modules, config.keeps, config.unknown)
+        plan = make_plan(package, options.wrap_unknown)
     findings = package.reachable_findings()
     families = Counter(family_of(f.code).name for f in findings)
     codes = Counter(f.code for f in findings)

@@ -68,6 +68,7 @@ class Package:
         self._class_memo: dict[str, Verdict] = {}
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
+        self.shallow_reached: set[str] = set()  # files reached from a forward whose bodies were not walked yet
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -200,6 +201,8 @@ class Package:
         self._in_progress.add(key)
         self.reached.add((owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
+        if not module.deep:
+            self.shallow_reached.add(module.path)
         step = function.qualname
         result = _Result()
         for finding in function.findings:

@@ -75,3 +75,4 @@ class ModuleFacts:
     functions: dict[str, FunctionFacts]
     sites: tuple[SiteFacts, ...] = ()  # module-level and plain-function constructions (`model = Net(cfg)`)
     lines: int = 0
+    deep: bool = True  # function bodies walked; if not, their calls and findings are not in these facts

@@ -24,10 +24,19 @@ _TENSOR_FACTORIES = frozenset(
 )  # fmt: skip
 
 
-def index_source(path: str, module: str, is_package: bool, text: str, tree: ast.Module | None = None) -> ModuleFacts:
-    """Facts of one file. Raises SyntaxError (and ValueError for NUL bytes) like `ast.parse`."""
+def index_source(
+    path: str, module: str, is_package: bool, text: str, tree: ast.Module | None = None, deep: bool | None = None
+) -> ModuleFacts:
+    """Facts of one file. Raises SyntaxError (and ValueError for NUL bytes) like `ast.parse`.
+
+    Function bodies are walked (`deep`) by default only in files that define a `forward`: elsewhere the
+    facts list the functions without their calls and findings, and the eligibility pass asks for a deep
+    index of the few such files that forward code reaches (helpers in `utils.py`, bases in mixins).
+    """
     if tree is None:
         tree = ast.parse(text, filename=path)
+    if deep is None:
+        deep = "forward" in text
     scope = ModuleScope(path, module, is_package, text, tree)
     if "autograph-cg:" in text:
         scope.suppressions = scan(scope.lines)
@@ -36,11 +45,14 @@ def index_source(path: str, module: str, is_package: bool, text: str, tree: ast.
     module_sites: list[SiteFacts] = []
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
-            facts = _class(scope, statement)
+            facts = _class(scope, statement, deep)
             classes[statement.name] = facts
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            ctx = FunctionContext(scope, None, statement.name)
-            functions[statement.name] = _suppressed(scope, ctx.run(statement, is_method=False))
+            if deep:
+                ctx = FunctionContext(scope, None, statement.name)
+                functions[statement.name] = _suppressed(scope, ctx.run(statement, is_method=False))
+            else:
+                functions[statement.name] = FunctionFacts(statement.name, statement.name, statement.lineno)
             module_sites.extend(SiteCollector(scope, None, statement).plain_sites(statement.body))
         else:
             module_sites.extend(SiteCollector(scope, None, None).plain_sites([statement]))
@@ -53,6 +65,7 @@ def index_source(path: str, module: str, is_package: bool, text: str, tree: ast.
         functions=functions,
         sites=tuple(module_sites),
         lines=text.count("\n") + 1,
+        deep=deep,
     )
 
 
@@ -72,7 +85,7 @@ def _is_skipped(scope: ModuleScope, node: ast.ClassDef) -> bool:
     return any(scope.suppressions.skipped(line) for line in lines)
 
 
-def _class(scope: ModuleScope, node: ast.ClassDef) -> ClassFacts:
+def _class(scope: ModuleScope, node: ast.ClassDef, deep: bool) -> ClassFacts:
     qualname = f"{scope.module}.{node.name}"
     cls = ClassScope(qualname)
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
@@ -84,6 +97,9 @@ def _class(scope: ModuleScope, node: ast.ClassDef) -> ClassFacts:
     contexts: list[FunctionContext] = []
     for name, method in methods.items():
         if name == "__init__" or name in collector.visited:
+            continue
+        if not deep:
+            method_facts[name] = FunctionFacts(name, f"{node.name}.{name}", method.lineno)
             continue
         decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in method.decorator_list}
         ctx = FunctionContext(scope, cls, f"{node.name}.{name}")

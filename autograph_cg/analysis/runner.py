@@ -36,7 +36,7 @@ class ProgressSink(Protocol):
     def finish(self) -> None: ...
 
 
-def index_one(path: str, module: str, is_package: bool, data: bytes) -> ModuleFacts | SourceError:
+def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool | None = None) -> ModuleFacts | SourceError:
     """Facts of one file, or why it cannot be analyzed (one line)."""
     if b"\x00" in data:
         return SourceError(path, "binary file (contains NUL bytes)")
@@ -47,7 +47,7 @@ def index_one(path: str, module: str, is_package: bool, data: bytes) -> ModuleFa
     except (SyntaxError, LookupError) as exc:
         return SourceError(path, f"cannot decode: {exc}")
     try:
-        return index_source(path, module, is_package, text)
+        return index_source(path, module, is_package, text, deep=deep)
     except SyntaxError as exc:
         return SourceError(path, f"syntax error at line {exc.lineno}: {exc.msg}")
     except RecursionError:
@@ -56,15 +56,18 @@ def index_one(path: str, module: str, is_package: bool, data: bytes) -> ModuleFa
         return SourceError(path, "file too large to analyze")
 
 
-def _index_batch(batch: list[tuple[str, str, str, bool]]) -> list[ModuleFacts | SourceError]:
-    """Read and index a batch of (shown path, real path, module, is_package) in a worker."""
+Job = tuple[str, str, str, bool, "bool | None"]  # shown path, real path, module, is_package, deep
+
+
+def _index_batch(batch: list[Job]) -> list[ModuleFacts | SourceError]:
+    """Read and index a batch of files in a worker."""
     # Syntax trees are large and acyclic-in-practice; cyclic GC passes over them cost more than the walk.
     gc.disable()
     try:
         results: list[ModuleFacts | SourceError] = []
-        for path, real, module, is_package in batch:
+        for path, real, module, is_package, deep in batch:
             data = _read(path, real)
-            results.append(data if isinstance(data, SourceError) else index_one(path, module, is_package, data))
+            results.append(data if isinstance(data, SourceError) else index_one(path, module, is_package, data, deep))
         return results
     finally:
         gc.enable()
@@ -152,8 +155,12 @@ class FactsCache:
         self.entries[key] = (stamp, facts)
         self.dirty = True
 
-    def save(self, keep: Iterable[str]) -> None:
+    def save(self, keep: Iterable[str] | None) -> None:
+        """Write the entries back; with `keep`, only those (files gone since are dropped)."""
         if self.folder is None or not self.dirty:
+            return
+        if keep is None:
+            _save_pickle(self.folder, CACHE_FILE, self.entries)
             return
         wanted = set(keep)
         _save_pickle(self.folder, CACHE_FILE, {k: v for k, v in self.entries.items() if k in wanted})
@@ -184,21 +191,24 @@ def index_files(
     jobs: int | None = None,
     cache_dir: Path | None = None,
     progress: ProgressSink | None = None,
+    deep: bool | None = None,
 ) -> tuple[list[ModuleFacts], list[SourceError]]:
-    """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many)."""
+    """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
+
+    `deep=True` asks for walked function bodies (a cached shallow entry is then a miss)."""
     cache = FactsCache(cache_dir)
     facts: list[ModuleFacts] = []
     errors: list[SourceError] = []
-    misses: list[tuple[str, str, str, bool]] = []
+    misses: list[Job] = []
     miss_keys: list[tuple[str, Stamp]] = []
     if progress is not None:
         progress.start(len(stamped))
     for source, key, stamp in stamped:
         hit = cache.get(key, stamp)
-        if hit is not None:
+        if hit is not None and (hit.deep or not deep):
             facts.append(hit)
             continue
-        misses.append((source.path, source.real or os.path.realpath(source.path), source.module, source.is_package))
+        misses.append((source.path, source.real or os.path.realpath(source.path), source.module, source.is_package, deep))
         miss_keys.append((key, stamp))
     if progress is not None:
         progress.advance(len(facts))
@@ -212,13 +222,13 @@ def index_files(
             cache.put(key, stamp, result)
     if progress is not None:
         progress.finish()
-    cache.save(key for _, key, _ in stamped)
+    cache.save(None if deep else [key for _, key, _ in stamped])
     facts.sort(key=lambda m: m.path)
     errors.sort(key=lambda e: e.path)
     return facts, errors
 
 
-def _in_process(misses: list[tuple[str, str, str, bool]], progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
+def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
     results = []
     for item in misses:
         results.extend(_index_batch([item]))
@@ -227,7 +237,7 @@ def _in_process(misses: list[tuple[str, str, str, bool]], progress: ProgressSink
     return results
 
 
-def _in_pool(misses: list[tuple[str, str, str, bool]], workers: int, progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
+def _in_pool(misses: list[Job], workers: int, progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
     # Larger files first, so no worker is left with the one huge file at the end.
     order = sorted(range(len(misses)), key=lambda i: -_size(misses[i][1]))
     size = max(1, min(16, len(misses) // (workers * 8)))

@@ -77,3 +77,18 @@ def test_unknown_calls_are_reported_only_when_selected_but_always_shape_the_verd
     for mode, verdict in (("unknown", "unknown"), ("block", "ineligible"), ("allow", "eligible")):
         plan = CliRunner().invoke(main, ["plan", str(tmp_path), "--format", "json", "--no-cache", "--unknown", mode])
         assert [v["verdict"] for v in json.loads(plan.stdout)["verdicts"]] == [verdict]
+
+
+def test_helpers_in_files_without_forward_are_analyzed_when_reached(tmp_path):
+    """utils.py has no forward, so its bodies are walked only once a forward reaches it; the answer is the same."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text("def peak(x):\n    return x.max().item()\n\n\ndef unused(x):\n    return x.numpy()\n")
+    (pkg / "net.py").write_text(
+        "import torch\nfrom .utils import peak\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x / peak(x)\n"
+    )
+    for cache in (None, str(tmp_path / "cache"), str(tmp_path / "cache")):
+        analysis = analyze([str(pkg)], Options(use_cache=cache is not None, cache_dir=cache))
+        assert [(f.path.rsplit("/", 1)[1], f.line, f.code) for f in analysis.findings] == [("utils.py", 2, "AG101")]
+        assert analysis.plan.verdicts["pkg.net.Net"].status.value == "ineligible"

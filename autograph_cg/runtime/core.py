@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Protocol, Sequence
 
@@ -82,11 +83,31 @@ class PoolLedger:
     second backward through the same call can tell whether its saved activations are intact.
     """
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, new_pool: Callable[[], Any]) -> None:
+        self._new_pool = new_pool
+        self.handle: Any = None
+        self.live = 0
         self.inflight: dict[int, int] = {}
         self.epoch = 0
         self._seq = 0
+
+    def pool_for_capture(self) -> Any:
+        """The pool for the next capture. A fresh one once the last graph of the old one is gone
+        (the allocator retires a pool with its last graph) or after a failed capture (``poison``)."""
+        if self.handle is None or self.live == 0:
+            self.handle = self._new_pool()
+        return self.handle
+
+    def adopt(self, graph: Any) -> None:
+        self.live += 1
+        weakref.finalize(graph, self._graph_died)
+
+    def _graph_died(self) -> None:
+        self.live -= 1
+
+    def poison(self) -> None:
+        """A failed capture may leave the pool marked as recording: capture the next graph elsewhere."""
+        self.handle = None
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -104,7 +125,7 @@ def ledger_for(ops: Ops, backend: str, device: Any, depth: int) -> PoolLedger:
     key = (ops.name, backend, str(device), depth)
     ledger = _ledgers.get(key)
     if ledger is None:
-        ledger = _ledgers[key] = PoolLedger(ops.new_pool(backend, device))
+        ledger = _ledgers[key] = PoolLedger(lambda: ops.new_pool(backend, device))
     return ledger
 
 
@@ -398,18 +419,21 @@ class Runner:
             with ops.capture_stream(backend, device), ops.capture_context():
                 probe = self._probe(run_layer, static, params, train)
                 out_spec = last_spec[0]
-                fwd = ops.new_graph(backend, device, ledger.handle)
+                fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                 flat = fwd.capture(run_layer)
+                ledger.adopt(fwd)
                 if last_spec[0] != out_spec:
                     raise RuntimeError("the output structure changed between two runs")
                 slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
                 if slot.diff_outputs and (slot.used_inputs or slot.used_params):
                     slot.params = [params[j] for j in slot.used_params]
                     slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
-                    slot.bwd = ops.new_graph(backend, device, ledger.handle)
+                    slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                     slot.bwd.capture(self._backward_fn(slot, bank))
+                    ledger.adopt(slot.bwd)
                     slot.bwd_seq = ledger.next_seq()
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
+            ledger.poison()
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started
             self.stats.disable(f"capture failed: {_first_line(err)}")

@@ -56,7 +56,11 @@ class CudaGraph:
         gc_enabled = gc.isenabled()
         gc.disable()
         try:
-            self._graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            try:
+                self._graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            except BaseException:
+                self._abort(end_capture=False)
+                raise
             try:
                 outputs = list(fn())
             except BaseException:
@@ -91,10 +95,11 @@ class CudaGraph:
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("the capture stream is still capturing after an aborted capture")
         # Some PyTorch versions leave the default generator in capture mode when a capture dies
-        # (eager RNG then refuses to advance); one small complete capture with an RNG op closes it.
+        # (eager RNG then refuses to advance); one small complete capture with an RNG op, in a
+        # private pool, closes it.
         heal = torch.cuda.CUDAGraph()
         try:
-            heal.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            heal.capture_begin(capture_error_mode="thread_local")
             try:
                 torch.rand(1, device=self._device)
             finally:

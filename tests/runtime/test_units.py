@@ -53,13 +53,35 @@ def test_a_miss_is_explained_by_the_first_difference():
 
 
 def test_pool_ledger_allows_replay_only_over_older_in_flight_captures():
-    ledger = PoolLedger(handle=None)
+    ledger = PoolLedger(new_pool=object)
     first, second, third = ledger.next_seq(), ledger.next_seq(), ledger.next_seq()
     ledger.inflight[1] = second
     assert ledger.may_replay(third)
     assert not ledger.may_replay(first)  # ``second`` may sit in memory that ``first`` reuses
     del ledger.inflight[1]
     assert ledger.may_replay(first)
+
+
+def test_pool_ledger_retires_a_pool_with_its_last_graph_and_after_a_failure():
+    ledger = PoolLedger(new_pool=object)
+
+    class Graph:
+        pass
+
+    pool = ledger.pool_for_capture()
+    graphs = [Graph(), Graph()]
+    ledger.adopt(graphs[0])
+    ledger.adopt(graphs[1])
+    assert ledger.pool_for_capture() is pool  # shared while a graph of it lives
+    graphs.pop()
+    assert ledger.pool_for_capture() is pool
+    graphs.clear()
+    fresh = ledger.pool_for_capture()
+    assert fresh is not pool  # the allocator retired the old pool with its last graph
+    keep = Graph()
+    ledger.adopt(keep)
+    ledger.poison()
+    assert ledger.pool_for_capture() is not fresh
 
 
 class Box:

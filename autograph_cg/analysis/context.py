@@ -221,12 +221,19 @@ class FunctionContext:
                 self.generic(child)
 
     def expr(self, node: ast.expr) -> int:
-        handler = _EXPRESSIONS.get(type(node))
-        kind = handler(self, node) if handler is not None else self._expr_generic(node)
+        node_type = type(node)
+        if node_type is ast.Name:  # the most frequent nodes, without a handler call
+            kind = self.env.get(node.id, UNKNOWN)  # type: ignore[attr-defined]
+        elif node_type is ast.Constant:
+            kind = HOST
+        else:
+            handler = _EXPRESSIONS.get(node_type)
+            kind = handler(self, node) if handler is not None else self._expr_generic(node)
+            rules = _NODE_RULES.get(node_type)
+            if rules:
+                self.kinds[id(node)] = kind
+                self._run(rules, node)
         self.kinds[id(node)] = kind
-        rules = DISPATCH.nodes.get(type(node))
-        if rules:
-            self._run(rules, node)
         return kind
 
     def test(self, node: ast.expr) -> int:
@@ -466,17 +473,6 @@ class FunctionContext:
 
 
 # ----- expression handlers ----------------------------------------------------------------------------------------
-def _name(ctx: FunctionContext, node: ast.Name) -> int:
-    kind = ctx.env.get(node.id)
-    if kind is not None:
-        return kind
-    return ctx.module.global_kind(node.id)
-
-
-def _constant(ctx: FunctionContext, node: ast.Constant) -> int:
-    return HOST
-
-
 def _attribute(ctx: FunctionContext, node: ast.Attribute) -> int:
     base = ctx.expr(node.value)
     attr = node.attr
@@ -612,8 +608,6 @@ def _namedexpr(ctx: FunctionContext, node: ast.NamedExpr) -> int:
 
 
 _EXPRESSIONS = {
-    ast.Name: _name,
-    ast.Constant: _constant,
     ast.Attribute: _attribute,
     ast.Subscript: _subscript,
     ast.Call: FunctionContext.call,
@@ -636,6 +630,7 @@ _EXPRESSIONS = {
     ast.Starred: _starred,
     ast.NamedExpr: _namedexpr,
 }
+_NODE_RULES = DISPATCH.nodes
 
 
 # ----- statement handlers -------------------------------------------------------------------------------------------

@@ -152,12 +152,18 @@ class Package:
     def attr_classes(self, qual: str, attr: str) -> tuple[list[str], str | None]:
         """The classes `self.<attr>` may hold, and a class assumed from a constructor default, if any."""
         for owner in self.mro(qual):
-            cls = self.classes[owner][1]
+            module, cls = self.classes[owner]
+            self._touch(module)
             if attr in cls.attr_classes:
                 return list(cls.attr_classes[attr]), None
             if attr in cls.attr_defaults:
                 return [cls.attr_defaults[attr]], cls.attr_defaults[attr]
         return [], None
+
+    def _touch(self, module: ModuleFacts) -> None:
+        """Forward code needs this file's bodies or sublayers: ask for its deep index."""
+        if not module.deep:
+            self.shallow_reached.add(module.path)
 
     # ----- verdicts --------------------------------------------------------------------------------------------
     def verdict(self, qual: str) -> Verdict:
@@ -165,6 +171,7 @@ class Package:
         if known is not None:
             return known
         module, cls = self.classes[qual]
+        self._touch(module)
         if cls.skipped:
             verdict = Verdict(qual, module.path, cls.line, Status.SKIPPED, (Reason((cls.name,), "skip", "skipped by `# autograph-cg: skip`", module.path, cls.line),))
             self._class_memo[qual] = verdict
@@ -201,8 +208,7 @@ class Package:
         self._in_progress.add(key)
         self.reached.add((owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
-        if not module.deep:
-            self.shallow_reached.add(module.path)
+        self._touch(module)
         step = function.qualname
         result = _Result()
         for finding in function.findings:

@@ -30,8 +30,8 @@ def index_source(
     """Facts of one file. Raises SyntaxError (and ValueError for NUL bytes) like `ast.parse`.
 
     Function bodies are walked (`deep`) by default only in files that define a `forward`: elsewhere the
-    facts list the functions without their calls and findings, and the eligibility pass asks for a deep
-    index of the few such files that forward code reaches (helpers in `utils.py`, bases in mixins).
+    facts list classes and functions without calls, findings or sublayers, and the eligibility pass asks
+    for a deep index of the few such files that forward code reaches (helpers in `utils.py`, mixins).
     """
     if tree is None:
         tree = ast.parse(text, filename=path)
@@ -91,7 +91,7 @@ def _class(scope: ModuleScope, node: ast.ClassDef, deep: bool) -> ClassFacts:
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
         s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
-    collector = SiteCollector(scope, cls, methods.get("__init__"), methods)
+    collector = SiteCollector(scope, cls, methods.get("__init__") if deep else None, methods)
     sites = collector.init_sites()
     method_facts: dict[str, FunctionFacts] = {}
     contexts: list[FunctionContext] = []

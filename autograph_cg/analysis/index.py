@@ -96,7 +96,7 @@ def _class(scope: ModuleScope, node: ast.ClassDef, deep: bool) -> ClassFacts:
     method_facts: dict[str, FunctionFacts] = {}
     contexts: list[FunctionContext] = []
     for name, method in methods.items():
-        if name == "__init__" or name in collector.visited:
+        if name == "__init__":  # builders it calls are walked too: forward may call them as well
             continue
         if not deep:
             method_facts[name] = FunctionFacts(name, f"{node.name}.{name}", method.lineno)

@@ -61,7 +61,7 @@ def rewrite(
     write = not (check or diff)
     if undo:
         sources, errors = discover(list(paths), options.config.exclude, options.force_exclude)
-        report = undo_files([s.path for s in sources], write=write, diff=diff, errors=errors)
+        report = undo_files([s.path for s in sources], write=write, diff=diff, errors=errors, jobs=options.jobs)
     else:
         steps = warmup_steps if warmup_steps is not None else options.config.warmup_steps
         try:
@@ -70,7 +70,13 @@ def rewrite(
             raise click.UsageError(f"warmup-steps: {exc}") from None
         analysis = analyze(list(paths), options)
         report = rewrite_files(
-            analysis.plan.sites, len(analysis.files), write=write, diff=diff, settings=settings, errors=analysis.errors
+            analysis.plan.sites,
+            len(analysis.files),
+            write=write,
+            diff=diff,
+            settings=settings,
+            errors=analysis.errors,
+            jobs=options.jobs,
         )
     _print(report, fmt, check, bool(kwargs.get("quiet")))
     sys.exit(report.exit_code(check))

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import difflib
 import io
+import multiprocessing
 import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.findings import SourceError
 from autograph_cg.rewrite import atomic
 from autograph_cg.rewrite.imports import ImportConflict, add_import, has_runtime_import, remove_import
 from autograph_cg.rewrite.results import FileResult, RewriteReport, Status
-from autograph_cg.rewrite.safety import Unsafe, check_equivalent, load
+from autograph_cg.rewrite.safety import Loaded, Unsafe, check_equivalent, load
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings
-from autograph_cg.rewrite.transform import unwrap_all, wrap_sites
+from autograph_cg.rewrite.transform import Counts, unwrap_all, wrap_sites
 from autograph_cg.sources import decode
 
 _WRAPPER_BYTES = WRAPPER.encode()
@@ -37,7 +41,7 @@ class SourceEdit:
 def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSettings = WrapSettings()) -> SourceEdit:
     """Wrap `sites` in one file's bytes; raises Unsafe when the file must be left alone."""
     loaded = load(data)
-    module, counts = wrap_sites(loaded.module, loaded.text, sites, settings)
+    module, counts = wrap_sites(loaded, sites, settings)
     if counts.missing:
         s = counts.missing[0]
         raise Unsafe(
@@ -53,11 +57,20 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
     if not present:
         module = add_import(module)
     new = module.bytes
+    # Undo from the new bytes, re-parsed as a later run would read them, must give back what undo of the
+    # original gives: the original itself when it held no wrappers. Equal bytes need no AST check.
+    baseline = _unwrapped(loaded)[0] if _WRAPPER_BYTES in data else data
     check_equivalent(loaded.tree, new, counts.changed, 0 if present else 1)
-    baseline = undo_source(data).new
-    if undo_source(new).new != baseline:
+    if _unwrapped(load(new))[0] != baseline:
         raise Unsafe("unsafe", "undo would not restore this file exactly")
     return SourceEdit(new, counts.changed, counts.kept, loaded.text)
+
+
+def _unwrapped(loaded: Loaded) -> tuple[bytes, Counts, bool]:
+    """The source without rewrite's wrappers and import, the counts, and whether the import went."""
+    module, counts = unwrap_all(loaded)
+    module, removed = remove_import(module)
+    return module.bytes, counts, removed
 
 
 def undo_source(data: bytes) -> SourceEdit:
@@ -65,9 +78,7 @@ def undo_source(data: bytes) -> SourceEdit:
     if _WRAPPER_BYTES not in data:
         return SourceEdit(data, 0, 0, "")
     loaded = load(data)
-    module, counts = unwrap_all(loaded.module, loaded.text)
-    module, removed = remove_import(module)
-    new = module.bytes
+    new, counts, removed = _unwrapped(loaded)
     if new != data:
         check_equivalent(loaded.tree, new, -counts.changed, -int(removed))
     return SourceEdit(new, counts.changed, counts.kept, loaded.text)
@@ -112,6 +123,29 @@ def _apply(path: str, edit: Edit, write: bool, diff: bool) -> FileResult:
     return FileResult(path, Status.CHANGED, result.changed, result.kept, diff=text)
 
 
+_POOL_THRESHOLD = 4  # below this many files, starting processes costs more than it saves
+
+
+def _run(report: RewriteReport, tasks: list[tuple[str, Edit]], write: bool, diff: bool, jobs: int | None) -> None:
+    """Edit each file, in a process pool when there are several (larger files first); results in task order."""
+    workers = min(jobs or os.cpu_count() or 1, len(tasks))
+    if workers < 2 or len(tasks) < _POOL_THRESHOLD:
+        report.files.extend(_apply(path, edit, write, diff) for path, edit in tasks)
+        return
+    order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i][0]))
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {i: pool.submit(_apply, tasks[i][0], tasks[i][1], write, diff) for i in order}
+        report.files.extend(futures[i].result() for i in range(len(tasks)))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def rewrite_files(
     sites: Iterable[WrapSite],
     files_scanned: int,
@@ -120,27 +154,35 @@ def rewrite_files(
     diff: bool = False,
     settings: WrapSettings = WrapSettings(),
     errors: Iterable[SourceError] = (),
+    jobs: int | None = None,
 ) -> RewriteReport:
-    """Apply the plan's new sites (those not `existing`), one file at a time; files the plan does not touch are not opened."""
+    """Apply the plan's new sites (those not `existing`); files the plan does not touch are not opened."""
     report = RewriteReport("rewrite", write, files_scanned)
     report.files.extend(FileResult(e.path, Status.SKIPPED, kind="analysis", reason=e.message) for e in errors)
     by_path: dict[str, list[WrapSite]] = {}
     for site in sites:
         if not site.existing:
             by_path.setdefault(site.path, []).append(site)
-    for path, todo in by_path.items():
-        report.files.append(_apply(path, lambda data, todo=todo: rewrite_source(data, todo, settings), write, diff))
+    tasks: list[tuple[str, Edit]] = [
+        (path, partial(rewrite_source, sites=todo, settings=settings)) for path, todo in by_path.items()
+    ]
+    _run(report, tasks, write, diff, jobs)
     return report
 
 
 def undo_files(
-    paths: Iterable[str], *, write: bool = True, diff: bool = False, errors: Iterable[SourceError] = ()
+    paths: Iterable[str],
+    *,
+    write: bool = True,
+    diff: bool = False,
+    errors: Iterable[SourceError] = (),
+    jobs: int | None = None,
 ) -> RewriteReport:
     """Undo rewrite in `paths` (files); files without the wrapper name are counted but not parsed."""
     report = RewriteReport("undo", write)
     report.files.extend(FileResult(e.path, Status.SKIPPED, kind="discovery", reason=e.message) for e in errors)
-    for path in paths:
-        report.files_scanned += 1
-        report.files.append(_apply(path, undo_source, write, diff))
+    paths = list(paths)
+    report.files_scanned = len(paths)
+    _run(report, [(path, undo_source) for path in paths], write, diff, jobs)
     report.files = [f for f in report.files if f.status is not Status.UNCHANGED or f.kept]
     return report

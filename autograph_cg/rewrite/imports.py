@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 import libcst as cst
+import libcst.matchers as m
 
 from autograph_cg.rewrite.shape import IMPORT_LINE, MARKER, RUNTIME_MODULE, WRAPPER
 
@@ -144,27 +145,19 @@ def _placement(body: Sequence[cst.BaseStatement]) -> tuple[int, str]:
     return 0, "inside"
 
 
-def _first_use(body: Sequence[cst.BaseStatement]) -> int:
-    """Index of the first top-level statement that mentions the wrapper: the import must come before it."""
-    for i, stmt in enumerate(body):
-        if _imports(stmt) is None and any(
-            isinstance(n, cst.Name) and n.value == WRAPPER for n in _walk(stmt)
-        ):
+def _first_use(module: cst.Module) -> int:
+    """Index of the first top-level statement that uses the wrapper name: the import must come before it."""
+    for i, stmt in enumerate(module.body):
+        if _imports(stmt) is None and WRAPPER in module.code_for_node(stmt) and m.findall(stmt, m.Name(WRAPPER)):
             return i
-    return len(body)
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+    return len(module.body)
 
 
 def add_import(module: cst.Module) -> cst.Module:
     """The module with the marked runtime import inserted (callers check `has_runtime_import` first)."""
     body = list(module.body)
     index, how = _placement(body)
-    use = _first_use(body)
+    use = _first_use(module)
     if use < index:
         index, how = use, "before"
     new = cst.parse_statement(IMPORT_LINE)
@@ -201,7 +194,7 @@ def remove_import(module: cst.Module) -> tuple[cst.Module, bool]:
     """Drop the marked import once nothing uses the wrapper name; its blank lines go the way they came."""
     body = list(module.body)
     index = next((i for i, s in enumerate(body) if _is_marked_import(s)), None)
-    if index is None or _first_use(body) < len(body):
+    if index is None or _first_use(module) < len(body):
         return module, False
     marked = body.pop(index)
     nxt = body[index] if index < len(body) else None

@@ -1,14 +1,18 @@
 """The libcst edits: wrap the planned constructor calls, or take rewrite's wrappers off again.
 
-Sites are found by exact position: libcst's `PositionProvider` range of a call (parentheses excluded) equals
-the plan's span shifted to 0-based columns. `# autograph-cg: skip` on the statement, on an enclosing class or
-on the class being constructed keeps a site as it is, in both directions.
+Only the top-level statements that hold a site (or, for undo, the wrapper's name) are visited: each is
+lifted into a one-statement module, edited there and put back, which spares the position pass and the
+transform over the rest of a large file. Sites are found by exact position: libcst's `PositionProvider`
+range of a call (parentheses excluded) equals the plan's span shifted to 0-based columns.
+`# autograph-cg: skip` on the statement, on an enclosing class or on the class being constructed keeps
+a site as it is, in both directions.
 """
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -17,7 +21,8 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
-from autograph_cg.rewrite.shape import WrapSettings, build_wrapper, cst_wrapped_call, unwrap
+from autograph_cg.rewrite.safety import Loaded
+from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_wrapped_call, unwrap
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
 
@@ -28,10 +33,6 @@ Positions = Mapping[cst.CSTNode, CodeRange]
 def site_key(site: WrapSite) -> Key:
     s = site.span
     return (s.line, s.col - 1, s.end_line, s.end_col - 1)
-
-
-def _key(r: CodeRange) -> Key:
-    return (r.start.line, r.start.column, r.end.line, r.end.column)
 
 
 def _last_name(node: cst.BaseExpression) -> str:
@@ -50,37 +51,44 @@ class Counts:
     missing: list[WrapSite] = field(default_factory=list)  # planned site with no call at its span
 
 
-def class_skipped(node: cst.ClassDef, line: int, marks: Suppressions) -> bool:
-    """The pragma on the `class` line, its header's trailing comment, or a decorator line above it."""
-    first = line - len(node.decorators)
-    if any(marks.skipped(n) for n in range(first, line + 1)):
-        return True
-    header = node.body.header if isinstance(node.body, cst.IndentedBlock) else node.body.trailing_whitespace
-    return header.comment is not None and bool(scan([header.comment.value]).skips)
+@dataclass(frozen=True)
+class _Context:
+    marks: Suppressions
+    skipped_classes: frozenset[str]  # classes of this file under the pragma, by name
+
+
+def _context(loaded: Loaded) -> _Context:
+    if "autograph-cg:" not in loaded.text:
+        return _Context(Suppressions(), frozenset())
+    marks = scan(_LINE_BREAK.split(loaded.text))
+    classes = set()
+    for node in ast.walk(loaded.tree):
+        if isinstance(node, ast.ClassDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            # The decorators, the `class` line and the rest of the header, up to the first body statement.
+            if any(marks.skipped(n) for n in range(first, max(node.body[0].lineno, node.lineno + 1))):
+                classes.add(node.name)
+    return _Context(marks, frozenset(classes))
 
 
 class _Scoped(cst.CSTTransformer):
     """Tracks whether the current node sits under a skip pragma (its statement or an enclosing class)."""
 
-    def __init__(self, positions: Positions | None, marks: Suppressions) -> None:
+    def __init__(self, positions: Positions | None, offset: int, context: _Context) -> None:
         super().__init__()
         self.positions = positions
-        self.marks = marks
-        self.skipped_classes: set[str] = set()
-        if positions is not None and marks.skips:
-            self.skipped_classes = {
-                n.name.value for n in positions if isinstance(n, cst.ClassDef) and class_skipped(n, positions[n].start.line, marks)
-            }
+        self.offset = offset  # lines above the one-statement module
+        self.context = context
         self.depth = 0  # how many enclosing scopes carry the pragma
         self.counts = Counts()
 
     def _marked(self, node: cst.CSTNode) -> bool:
-        if self.positions is None or not self.marks.skips:
-            return False
         if isinstance(node, cst.ClassDef):
-            return node.name.value in self.skipped_classes
+            return node.name.value in self.context.skipped_classes
+        if self.positions is None or not self.context.marks.skips:
+            return False
         r = self.positions[node]
-        return any(self.marks.skipped(n) for n in range(r.start.line, r.end.line + 1))
+        return any(self.context.marks.skipped(n + self.offset) for n in range(r.start.line, r.end.line + 1))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.depth += self._marked(node)
@@ -99,17 +107,25 @@ class _Scoped(cst.CSTTransformer):
         return updated_node
 
     def skipped(self, constructed: str) -> bool:
-        return self.depth > 0 or constructed in self.skipped_classes
+        return self.depth > 0 or constructed in self.context.skipped_classes
 
 
 class _Wrap(_Scoped):
-    def __init__(self, positions: Positions, marks: Suppressions, sites: Sequence[WrapSite], settings: WrapSettings) -> None:
-        super().__init__(positions, marks)
+    def __init__(
+        self,
+        positions: Positions,
+        offset: int,
+        context: _Context,
+        todo: Mapping[Key, WrapSite],
+        seen: set[Key],
+        settings: WrapSettings,
+    ) -> None:
+        super().__init__(positions, offset, context)
         self.call_positions: Positions = positions  # always resolved here: sites are found by position
-        self.todo = {site_key(s): s for s in sites}
+        self.todo = todo
+        self.seen = seen  # shared by the statements of one file, to find sites that match no call
         self.settings = settings
         self.inside_wrapper: set[int] = set()
-        self.seen: set[Key] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         inner = cst_wrapped_call(node)
@@ -117,7 +133,8 @@ class _Wrap(_Scoped):
             self.inside_wrapper.add(id(inner))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        key = _key(self.call_positions[original_node])
+        r = self.call_positions[original_node]
+        key = (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
         site = self.todo.get(key)
         if site is None:
             return updated_node
@@ -146,22 +163,56 @@ class _Unwrap(_Scoped):
         return unwrap(updated_node, inner)
 
 
-def _marks(text: str) -> Suppressions:
-    return scan(_LINE_BREAK.split(text)) if "autograph-cg:" in text else Suppressions()
+def _edit_statements(
+    module: cst.Module,
+    wanted: Callable[[int, int, str], bool],
+    make: Callable[[Positions | None, int], _Scoped],
+    need_positions: bool,
+) -> tuple[cst.Module, Counts]:
+    """Visit each top-level statement for which `wanted(first_line, end_line, code)` holds, alone."""
+    body = list(module.body)
+    total = Counts()
+    line = 1 + len(module.header)
+    for i, stmt in enumerate(body):
+        code = module.code_for_node(stmt)
+        first, line = line, line + code.count("\n")
+        if not wanted(first, line, code):
+            continue
+        single = module.with_changes(body=[stmt], header=(), footer=(), has_trailing_newline=True)
+        positions = MetadataWrapper(single, unsafe_skip_copy=True).resolve(PositionProvider) if need_positions else None
+        transformer = make(positions, first - 1)
+        body[i] = single.visit(transformer).body[0]
+        c = transformer.counts
+        total.changed += c.changed
+        total.kept += c.kept
+        total.already += c.already
+    return module.with_changes(body=body), total
 
 
-def wrap_sites(module: cst.Module, text: str, sites: Sequence[WrapSite], settings: WrapSettings) -> tuple[cst.Module, Counts]:
-    """Wrap each site's call; `text` is the decoded source, for the pragmas."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    transformer = _Wrap(wrapper.resolve(PositionProvider), _marks(text), sites, settings)
-    result = wrapper.module.visit(transformer)
-    transformer.counts.missing = [s for k, s in transformer.todo.items() if k not in transformer.seen]
-    return result, transformer.counts
+def wrap_sites(loaded: Loaded, sites: Sequence[WrapSite], settings: WrapSettings) -> tuple[cst.Module, Counts]:
+    """Wrap each site's call in the loaded module."""
+    context = _context(loaded)
+    lines = sorted({s.span.line for s in sites})
+    todo: dict[Key, WrapSite] = {site_key(s): s for s in sites}
+    seen: set[Key] = set()
+
+    def make(positions: Positions | None, offset: int) -> _Scoped:
+        assert positions is not None
+        return _Wrap(positions, offset, context, todo, seen, settings)
+
+    result, counts = _edit_statements(
+        loaded.module, lambda first, end, code: any(first <= n < end for n in lines), make, need_positions=True
+    )
+    counts.missing = [s for k, s in todo.items() if k not in seen]
+    return result, counts
 
 
-def unwrap_all(module: cst.Module, text: str) -> tuple[cst.Module, Counts]:
+def unwrap_all(loaded: Loaded) -> tuple[cst.Module, Counts]:
     """Take off every wrapper of rewrite's shape that no pragma protects (positions only when pragmas exist)."""
-    marks = _marks(text)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider) if marks.skips else None
-    transformer = _Unwrap(positions, marks)
-    return module.visit(transformer), transformer.counts
+    context = _context(loaded)
+    return _edit_statements(
+        loaded.module,
+        lambda first, end, code: WRAPPER in code,
+        lambda positions, offset: _Unwrap(positions, offset, context),
+        need_positions=bool(context.marks.skips),
+    )

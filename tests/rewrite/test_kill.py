@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -31,7 +32,11 @@ def _source(i: int) -> bytes:
 def _kill_when(directory: Path, new: dict[str, bytes], replaced: int, temp_present: bool) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, str(DRIVER), str(directory), "0.02"], stdout=subprocess.PIPE, env=env, cwd=REPO
+        [sys.executable, str(DRIVER), str(directory), "0.05"],
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+        start_new_session=True,  # its own process group: the kill reaches the pool's workers too
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
@@ -42,13 +47,14 @@ def _kill_when(directory: Path, new: dict[str, bytes], replaced: int, temp_prese
                 break
             time.sleep(0.002)
     finally:
-        proc.send_signal(signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed at this point"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("replaced", "temp_present"), [(0, False), (0, True), (1, True), (7, True), (15, False), (N_FILES - 1, True)])
+@pytest.mark.parametrize(("replaced", "temp_present"), [(0, False), (0, True), (1, True), (7, True), (15, False), (N_FILES - 3, True)])
 def test_sigkill_leaves_each_file_old_or_new(tmp_path: Path, replaced: int, temp_present: bool) -> None:
     old = {f"m{i:02d}.py": _source(i) for i in range(N_FILES)}
     new = {n: rewrite_source(d, sites_for(d, {"MLP"})).new for n, d in old.items()}
@@ -63,4 +69,4 @@ def test_sigkill_leaves_each_file_old_or_new(tmp_path: Path, replaced: int, temp
     assert sum(after[n] == new[n] for n in old) >= replaced
     strays = [p.name for p in tmp_path.iterdir() if p.name not in old]
     assert all(s.startswith(".m") and s.endswith(TEMP_SUFFIX) for s in strays)
-    assert len(strays) <= 1  # at most the one temporary file being written when the kill came
+    assert len(strays) <= (os.cpu_count() or 1)  # at most one temporary file per worker

@@ -51,6 +51,8 @@ class Ops(Protocol):
     def device(self, t: Any) -> Any: ...
     def input_reason(self, t: Any, backend: str) -> str | None: ...
     def make_static(self, t: Any, requires_grad: bool) -> Any: ...
+    def writer(self, t: Any) -> Any: ...
+    def bind(self, layer: Any, params: list) -> tuple[list, Callable[[tuple, dict], Any]]: ...
     def copy_(self, dst: Any, src: Any) -> None: ...
     def clone(self, t: Any) -> Any: ...
     def zero_(self, t: Any) -> None: ...
@@ -86,28 +88,30 @@ class PoolLedger:
     def __init__(self, new_pool: Callable[[], Any]) -> None:
         self._new_pool = new_pool
         self.handle: Any = None
-        self.live = 0
+        self._graphs: weakref.WeakSet = weakref.WeakSet()
+        self._pin: Any = None
         self.inflight: dict[int, int] = {}
         self.epoch = 0
         self._seq = 0
 
     def pool_for_capture(self) -> Any:
         """The pool for the next capture. A fresh one once the last graph of the old one is gone
-        (the allocator retires a pool with its last graph) or after a failed capture (``poison``)."""
-        if self.handle is None or self.live == 0:
+        (the allocator retires a pool with its last graph) or after a failed capture (``poison``);
+        otherwise one live graph is pinned so a garbage collection before the capture begins can't
+        retire the pool under it."""
+        alive = list(self._graphs)
+        if self.handle is None or not alive:
             self.handle = self._new_pool()
+        self._pin = alive[0] if alive else None
         return self.handle
 
     def adopt(self, graph: Any) -> None:
-        self.live += 1
-        weakref.finalize(graph, self._graph_died)
-
-    def _graph_died(self) -> None:
-        self.live -= 1
+        self._graphs.add(graph)
+        self._pin = None
 
     def poison(self) -> None:
         """A failed capture may leave the pool marked as recording: capture the next graph elsewhere."""
-        self.handle = None
+        self.handle = self._pin = None
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -143,7 +147,9 @@ class Slot:
     used_inputs: tuple = ()
     used_params: tuple = ()
     grad_outputs: list = field(default_factory=list)
-    params: list = field(default_factory=list)
+    params: list = field(default_factory=list)  # autograd leaves standing for the parameters
+    targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
+    writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
     bwd: Graph | None = None
     bwd_seq: int = 0
     busy: bool = False
@@ -415,9 +421,10 @@ class Runner:
         state = self._save_state(device)
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
-            run_layer, last_spec = self._forward_fn(spec, static, train)
+            leaves, call = ops.bind(self.layer, params)
+            run_layer, last_spec = self._forward_fn(spec, static, train, call)
             with ops.capture_stream(backend, device), ops.capture_context():
-                probe = self._probe(run_layer, static, params, train)
+                probe = self._probe(run_layer, static, leaves, train)
                 out_spec = last_spec[0]
                 fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                 flat = fwd.capture(run_layer)
@@ -425,8 +432,10 @@ class Runner:
                 if last_spec[0] != out_spec:
                     raise RuntimeError("the output structure changed between two runs")
                 slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
+                slot.writers = [ops.writer(t) for t in static]
                 if slot.diff_outputs and (slot.used_inputs or slot.used_params):
-                    slot.params = [params[j] for j in slot.used_params]
+                    slot.params = [leaves[j] for j in slot.used_params]
+                    slot.targets = [params[j] for j in slot.used_params]
                     slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
                     slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                     slot.bwd.capture(self._backward_fn(slot, bank))
@@ -446,14 +455,16 @@ class Runner:
         settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, key.tensors)
         return slot
 
-    def _forward_fn(self, spec: tuple, static: list, train: bool) -> tuple[Callable[[], list], list]:
-        ops, layer = self.ops, self.layer
+    def _forward_fn(
+        self, spec: tuple, static: list, train: bool, call: Callable[[tuple, dict], Any]
+    ) -> tuple[Callable[[], list], list]:
+        ops = self.ops
         last_spec: list = [None]
 
         def run_layer() -> list:
             args, kwargs = unflatten(spec, static)
             with ops.grad_mode(train):
-                out = layer(*args, **kwargs)
+                out = call(args, kwargs)
             flat, last_spec[0] = flatten(out, ops.is_tensor, ops.is_static)
             return flat
 
@@ -518,12 +529,12 @@ class Runner:
     # --------------------------------------------------------------- replay
     def _copy_in(self, slot: Slot, tensors: Sequence[Any]) -> None:
         ops = self.ops
-        for static, t in zip(slot.static_inputs, tensors):
+        for static, writer, t in zip(slot.static_inputs, slot.writers, tensors):
             if ops.meta(static)[:3] != ops.meta(t)[:3]:
                 raise RuntimeError(
                     f"graph input mismatch: {ops.meta(t)[:3]} into a buffer of {ops.meta(static)[:3]}"
                 )
-            ops.copy_(static, t)
+            ops.copy_(writer, t)
 
     def _replay_inference(self, slot: Slot, tensors: list) -> list:
         self._copy_in(slot, tensors)
@@ -585,10 +596,9 @@ class Runner:
     def _backward_eagerly(self, slot: Slot) -> list:
         """Differentiate the captured autograd graph without replaying it (replay would not be safe)."""
         ops = self.ops
-        used = slot.params
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
         outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
-        grads = ops.autograd_grad(outs, inputs + used, slot.grad_outputs)
-        accumulate_eagerly(ops, used, grads[len(inputs) :])
+        grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+        accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])
         self.stats.eager_backwards += 1
         return list(grads[: len(inputs)])

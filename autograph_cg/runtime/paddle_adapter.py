@@ -125,6 +125,14 @@ class PaddleOps:
         return static
 
     @staticmethod
+    def writer(t: paddle.Tensor) -> paddle.Tensor:
+        return t
+
+    @staticmethod
+    def bind(layer: paddle.nn.Layer, params: list) -> tuple[list, Any]:
+        return params, lambda args, kwargs: layer(*args, **kwargs)
+
+    @staticmethod
     def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
         with paddle.no_grad():
             dst.detach().copy_(src.detach(), False)

@@ -183,6 +183,26 @@ class TorchOps:
         return static.requires_grad_(requires_grad)
 
     @staticmethod
+    def writer(t: torch.Tensor) -> torch.Tensor:
+        return _alias(t)
+
+    @staticmethod
+    def bind(layer: torch.nn.Module, params: list) -> tuple[list, Any]:
+        """Leaves that share the parameters' memory stand in for them inside the graph: its autograd
+        graph then holds no AccumulateGrad node of the real parameters (a node made on another stream
+        breaks the capture) and keeps working when the optimizer bumps their version counters."""
+        if not params:
+            return [], lambda args, kwargs: layer(*args, **kwargs)
+        index = {id(p): j for j, p in enumerate(params)}
+        leaves = [_alias(p).requires_grad_(True) for p in params]
+        mapping = {
+            name: leaves[index[id(p)]]
+            for name, p in layer.named_parameters(remove_duplicate=False)
+            if id(p) in index
+        }
+        return leaves, lambda args, kwargs: torch.func.functional_call(layer, mapping, args, kwargs)
+
+    @staticmethod
     def copy_(dst: torch.Tensor, src: torch.Tensor) -> None:
         with torch.no_grad():
             dst.detach().copy_(src)
@@ -289,6 +309,13 @@ class TorchOps:
     @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: torch.Tensor, tensors: list) -> tuple:
         return _GraphedCall.apply(runner, slot, anchor, *tensors)
+
+
+def _alias(t: torch.Tensor) -> torch.Tensor:
+    """A tensor on ``t``'s memory with a version counter of its own (``detach`` would share it)."""
+    with torch.no_grad():
+        alias = torch.empty(0, dtype=t.dtype, device=t.device)
+        return alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
 
 
 @contextmanager

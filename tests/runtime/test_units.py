@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import weakref
 
 import numpy as np
 import pytest
@@ -69,17 +70,20 @@ def test_pool_ledger_retires_a_pool_with_its_last_graph_and_after_a_failure():
         pass
 
     pool = ledger.pool_for_capture()
-    graphs = [Graph(), Graph()]
-    ledger.adopt(graphs[0])
-    ledger.adopt(graphs[1])
+    first = Graph()
+    ledger.adopt(first)
     assert ledger.pool_for_capture() is pool  # shared while a graph of it lives
-    graphs.pop()
-    assert ledger.pool_for_capture() is pool
-    graphs.clear()
+    second = Graph()
+    ledger.adopt(second)
+    del first, second
     fresh = ledger.pool_for_capture()
     assert fresh is not pool  # the allocator retired the old pool with its last graph
-    keep = Graph()
-    ledger.adopt(keep)
+    third = Graph()
+    ledger.adopt(third)
+    ref = weakref.ref(third)
+    assert ledger.pool_for_capture() is fresh
+    del third
+    assert ref() is not None  # pinned until the next graph is adopted: a GC can't retire the pool
     ledger.poison()
     assert ledger.pool_for_capture() is not fresh
 

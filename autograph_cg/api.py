@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.plan import Plan, make_plan
-from autograph_cg.analysis.runner import ProgressSink, ResultCache, index_files, run_key, stamp_files
+from autograph_cg.analysis.runner import FactsCache, ProgressSink, ResultCache, index_files, run_key, stamp_files
 from autograph_cg.analysis.verdicts import Status
 from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
@@ -80,19 +80,21 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     cached = results.get(key)
     if isinstance(cached, Analysis):
         return replace(cached, errors=sorted(errors + cached.errors, key=lambda e: e.path))
-    modules, read_errors = index_files(stamped, options.jobs, cache_dir, options.progress)
+    facts_cache = FactsCache(cache_dir)
+    modules, read_errors = index_files(stamped, facts_cache, options.jobs, options.progress)
     read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
     package = Package(modules, config.keeps, config.unknown)
-    plan = make_plan(package, options.wrap_unknown)
+    package.compute_all()
     walked: set[str] = set()
     while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
         wanted = package.shallow_reached - walked
         walked |= wanted
-        deepened, _ = index_files([s for s in stamped if s[0].path in wanted], options.jobs, cache_dir, None, deep=True)
+        deepened, _ = index_files([s for s in stamped if s[0].path in wanted], facts_cache, options.jobs, deep=True)
         by_path = {m.path: m for m in deepened}
         modules = [by_path.get(m.path, m) for m in modules]
         package = Package(modules, config.keeps, config.unknown)
-        plan = make_plan(package, options.wrap_unknown)
+        package.compute_all()
+    plan = make_plan(package, options.wrap_unknown)
     findings = package.reachable_findings()
     families = Counter(family_of(f.code).name for f in findings)
     codes = Counter(f.code for f in findings)
@@ -109,5 +111,6 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
         lines=sum(m.lines for m in modules),
     )
     analysis = Analysis(findings, read_errors, plan, [m.path for m in modules], summary)
+    facts_cache.save(file_key for _, file_key, _ in stamped)
     results.put(key, analysis)
     return replace(analysis, errors=sorted(errors + read_errors, key=lambda e: e.path))

@@ -6,6 +6,8 @@ The layer allowlist is short and reviewed: a framework layer not on it makes its
 
 from __future__ import annotations
 
+import functools
+
 FRAMEWORKS = ("paddle", "torch")
 
 #: Base classes that make a class a layer.
@@ -145,6 +147,7 @@ def is_framework(qualname: str) -> bool:
     return root(qualname) in FRAMEWORKS
 
 
+@functools.lru_cache(maxsize=16384)
 def layer_kind(qualname: str) -> str | None:
     """'base', 'known', 'container' or 'framework' for a framework class name; None when not the framework's."""
     fw = root(qualname)

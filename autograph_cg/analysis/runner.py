@@ -155,12 +155,9 @@ class FactsCache:
         self.entries[key] = (stamp, facts)
         self.dirty = True
 
-    def save(self, keep: Iterable[str] | None) -> None:
-        """Write the entries back; with `keep`, only those (files gone since are dropped)."""
+    def save(self, keep: Iterable[str]) -> None:
+        """Write the entries of the files in `keep` back (files gone since are dropped)."""
         if self.folder is None or not self.dirty:
-            return
-        if keep is None:
-            _save_pickle(self.folder, CACHE_FILE, self.entries)
             return
         wanted = set(keep)
         _save_pickle(self.folder, CACHE_FILE, {k: v for k, v in self.entries.items() if k in wanted})
@@ -188,15 +185,15 @@ class ResultCache:
 
 def index_files(
     stamped: list[tuple[SourceFile, str, Stamp]],
+    cache: FactsCache,
     jobs: int | None = None,
-    cache_dir: Path | None = None,
     progress: ProgressSink | None = None,
     deep: bool | None = None,
 ) -> tuple[list[ModuleFacts], list[SourceError]]:
     """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
 
-    `deep=True` asks for walked function bodies (a cached shallow entry is then a miss)."""
-    cache = FactsCache(cache_dir)
+    `deep=True` asks for walked function bodies (a cached shallow entry is then a miss). The caller saves
+    the cache once its run is over."""
     facts: list[ModuleFacts] = []
     errors: list[SourceError] = []
     misses: list[Job] = []
@@ -222,7 +219,6 @@ def index_files(
             cache.put(key, stamp, result)
     if progress is not None:
         progress.finish()
-    cache.save(None if deep else [key for _, key, _ in stamped])
     facts.sort(key=lambda m: m.path)
     errors.sort(key=lambda e: e.path)
     return facts, errors

@@ -53,11 +53,15 @@ class Ops(Protocol):
     def make_static(self, t: Any, requires_grad: bool) -> Any: ...
     def writer(self, t: Any) -> Any: ...
     def bind(self, layer: Any, params: list) -> tuple[list, Callable[[tuple, dict], Any]]: ...
+    def same_layout(self, a: Any, b: Any) -> bool: ...
     def copy_(self, dst: Any, src: Any) -> None: ...
     def clone(self, t: Any) -> Any: ...
     def zero_(self, t: Any) -> None: ...
     def zeros_like(self, t: Any) -> Any: ...
     def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
+    def backward_into(
+        self, outputs: list, grad_outputs: list, inputs: list, leaves: list, grads: list
+    ) -> list: ...
     def flat_views(self, params: list) -> tuple[list, list]: ...
     def grad_of(self, p: Any) -> Any: ...
     def set_grad(self, p: Any, g: Any) -> None: ...
@@ -163,6 +167,7 @@ class Entry:
     key: GraphKey
     warm: int = 0
     slots: list = field(default_factory=list)
+    placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
 
 
 class Token:
@@ -174,10 +179,9 @@ class Token:
         self.runner, self.slot, self.generation = runner, slot, slot.generation
 
     def __del__(self) -> None:
-        try:
-            self.runner.release(self.slot, self.generation)
-        except Exception:  # interpreter shutdown
-            pass
+        slot = self.slot
+        if slot.busy and slot.generation == self.generation:
+            self.runner.release(slot, self.generation)
 
 
 class GradBank:
@@ -192,13 +196,17 @@ class GradBank:
     def prepare(self, used: Sequence[int]) -> tuple[list, list] | None:
         """Zero the regions the next replay must not add to; None when a region can't be reused."""
         ops, params, views = self.ops, self.params, self.views
-        none, foreign = [], []
-        for j in used:
-            g = ops.grad_of(params[j])
-            if g is None:
-                none.append(j)
-            elif not ops.is_same(g, views[j]):
-                foreign.append(j)
+        grads = list(map(ops.grad_of, [params[j] for j in used]))
+        if all(ops.is_same(g, views[j]) for g, j in zip(grads, used) if g is not None):
+            none = [j for g, j in zip(grads, used) if g is None]  # the common case: ours or cleared
+            foreign: list = []
+        else:
+            none, foreign = [], []
+            for g, j in zip(grads, used):
+                if g is None:
+                    none.append(j)
+                elif not ops.is_same(g, views[j]):
+                    foreign.append(j)
         if none and ops.held_elsewhere(self.flats, views, none):
             return None
         fresh = none + foreign
@@ -290,14 +298,14 @@ class Runner:
             tensors, spec = flatten((args, kwargs), ops.is_tensor, ops.is_static)
         except UnsupportedArgument as err:
             return self._eager(args, kwargs, "unsupported argument", str(err))
-        signature, trainable = self._check_parameters()
-        needs_grad = ops.grad_enabled() and (trainable or any(ops.requires_grad(t) for t in tensors))
+        trainable = self._check_parameters()
+        needs_grad = ops.grad_enabled() and (trainable or any(map(ops.requires_grad, tensors)))
         key = GraphKey(
             bool(getattr(self.layer, "training", False)),
             needs_grad,
             ops.context(),
             spec,
-            tuple(ops.meta(t) for t in tensors),
+            tuple(map(ops.meta, tensors)),
         )
         entry = self.entries.get(key)
         if entry is None:
@@ -305,7 +313,9 @@ class Runner:
         if entry.warm < self.num_warmup_steps:
             entry.warm += 1
             return self._warmup(args, kwargs, tensors)
-        backend, device, why = self._placement(tensors)
+        if entry.placement is None:
+            entry.placement = self._placement(tensors)
+        backend, device, why = entry.placement
         if why:
             return self._eager(args, kwargs, why)
         slot = self._acquire(entry, tensors, spec, backend, device)
@@ -362,24 +372,26 @@ class Runner:
                 return "", None, f"tensor argument {i} {why}"
         return backend, device, ""
 
-    def _check_parameters(self) -> tuple[tuple, bool]:
-        """Re-capture when a parameter or buffer moved (``.to()``, ``param.data = ...``) or froze."""
+    def _check_parameters(self) -> bool:
+        """Re-capture when a parameter or buffer moved (``.to()``, ``param.data = ...``) or froze;
+        returns whether any parameter is trainable."""
         ops = self.ops
         if self._params is None:
             self._params = ops.parameters(self.layer)
             self._buffers = ops.buffers(self.layer)
-        flags = tuple(ops.requires_grad(p) for p in self._params)
+        flags = tuple(map(ops.requires_grad, self._params))
         signature = (
-            tuple(ops.data_ptr(p) for p in self._params),
+            tuple(map(ops.data_ptr, self._params)),
             flags,
-            tuple(ops.data_ptr(b) for b in self._buffers),
+            tuple(map(ops.data_ptr, self._buffers)),
         )
-        if self._signature is not None and signature != self._signature and self.graph_count:
-            self._drop_graphs()
-            self.stats.recaptures += 1
-            self.stats.fallback("parameters or buffers were re-allocated or frozen: graphs re-captured")
-        self._signature = signature
-        return signature, any(flags)
+        if signature != self._signature:
+            if self._signature is not None and self.graph_count:
+                self._drop_graphs()
+                self.stats.recaptures += 1
+                self.stats.fallback("parameters or buffers were re-allocated or frozen: graphs re-captured")
+            self._signature = signature
+        return any(flags)
 
     def _drop_graphs(self) -> None:
         for entry in self.entries.values():
@@ -492,18 +504,16 @@ class Runner:
         return (nondiff, diff_out, used_inputs, used_params)
 
     def _backward_fn(self, slot: Slot, bank: GradBank | None) -> Callable[[], list]:
+        """The captured backward: input grads into static buffers, parameter grads added into the
+        bank's views (looked up per run: a lasting reference would hide a user's alias from
+        GradBank.prepare, which counts references)."""
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
-        n = len(inputs)
 
         def run_backward() -> list:
             outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
-            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
-            if bank is not None and slot.used_params:
-                # Views are looked up per run: a lasting reference would hide a user's alias from
-                # GradBank.prepare (ops.held_elsewhere counts references).
-                ops.foreach_add_([bank.views[j] for j in slot.used_params], grads[n:])
-            return grads[:n]
+            views = [bank.views[j] for j in slot.used_params] if bank is not None else []
+            return ops.backward_into(outs, slot.grad_outputs, inputs, slot.params, views)
 
         return run_backward
 
@@ -529,11 +539,11 @@ class Runner:
     # --------------------------------------------------------------- replay
     def _copy_in(self, slot: Slot, tensors: Sequence[Any]) -> None:
         ops = self.ops
+        # The slot was found by the key, whose (shape, dtype, device) per input match; checked again
+        # here because a copy into a buffer of another shape would broadcast silently.
         for static, writer, t in zip(slot.static_inputs, slot.writers, tensors):
-            if ops.meta(static)[:3] != ops.meta(t)[:3]:
-                raise RuntimeError(
-                    f"graph input mismatch: {ops.meta(t)[:3]} into a buffer of {ops.meta(static)[:3]}"
-                )
+            if not ops.same_layout(static, t):
+                raise RuntimeError(f"graph input mismatch: {ops.meta(t)[:3]} into {ops.meta(static)[:3]}")
             ops.copy_(writer, t)
 
     def _replay_inference(self, slot: Slot, tensors: list) -> list:

@@ -133,6 +133,10 @@ class PaddleOps:
         return params, lambda args, kwargs: layer(*args, **kwargs)
 
     @staticmethod
+    def same_layout(a: paddle.Tensor, b: paddle.Tensor) -> bool:
+        return a.shape == b.shape and a.dtype == b.dtype and a.place == b.place
+
+    @staticmethod
     def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
         with paddle.no_grad():
             dst.detach().copy_(src.detach(), False)
@@ -150,6 +154,11 @@ class PaddleOps:
     @staticmethod
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
         return list(paddle.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True))
+
+    def backward_into(self, outputs: list, grad_outputs: list, inputs: list, leaves: list, grads: list) -> list:
+        found = self.autograd_grad(outputs, inputs + leaves, grad_outputs)
+        self.foreach_add_(grads, found[len(inputs) :])
+        return found[: len(inputs)]
 
     @staticmethod
     def flat_views(params: list) -> tuple[list, list]:
@@ -265,14 +274,16 @@ class _GraphedCall(PyLayer):
         if slot.nondiff:
             ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
         ctx.token = runner.track(slot)
-        settings.debug("%s forward replay", runner.stats.name)
+        if settings.DEBUG:
+            settings.debug("%s forward replay", runner.stats.name)
         return tuple(outs)
 
     @staticmethod
     def backward(ctx: Any, *grads: paddle.Tensor) -> tuple:
         token = ctx.token
         in_grads = token.runner.backward_replay(token, grads)
-        settings.debug("%s backward replay", token.runner.stats.name)
+        if settings.DEBUG:
+            settings.debug("%s backward replay", token.runner.stats.name)
         return (None, *in_grads)
 
 
@@ -313,7 +324,7 @@ class PaddleGraphedLayer(paddle.nn.Layer):
             return super().__getattr__(name)
         except AttributeError:
             sub_layers = self.__dict__.get("_sub_layers") or {}
-            if name == "layer" or "layer" not in sub_layers:
+            if name.startswith("_") or name == "layer" or "layer" not in sub_layers:
                 raise
             return getattr(sub_layers["layer"], name)
 

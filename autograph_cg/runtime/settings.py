@@ -1,4 +1,4 @@
-"""Process-wide switches of the runtime, read from the environment on every call so tests and jobs can flip them."""
+"""Process-wide switches of the runtime: the eager switch is read on every call, debug logging once."""
 
 from __future__ import annotations
 
@@ -14,33 +14,33 @@ BACKEND_ENV = "AUTOGRAPH_CG_BACKEND"
 PADDLE_DISABLE_ENV = "PADDLE_DEBUG_CUDAGRAPHEDLAYER_FALLBACK_TO_DEFAULT"
 
 _TRUE = {"1", "true", "yes", "on"}
-_debug_override: bool | None = None
 
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in _TRUE
 
 
+# Read once (the replay path checks it on every call); set_debug() changes or re-reads it.
+DEBUG = _flag(DEBUG_ENV)
+
+
 def disabled_by_env() -> str | None:
     """The environment variable that forces eager execution everywhere, if one is set."""
+    environ = os.environ
     for name in (DISABLE_ENV, PADDLE_DISABLE_ENV):
-        if _flag(name):
+        if name in environ and _flag(name):
             return name
     return None
 
 
 def set_debug(enabled: bool | None) -> None:
-    """Log every capture, replay and fallback (``None`` goes back to the environment's setting)."""
-    global _debug_override
-    _debug_override = enabled
-
-
-def debug_enabled() -> bool:
-    return _flag(DEBUG_ENV) if _debug_override is None else _debug_override
+    """Log every capture, replay and fallback; ``None`` goes back to the environment's setting."""
+    global DEBUG
+    DEBUG = _flag(DEBUG_ENV) if enabled is None else bool(enabled)
 
 
 def debug(message: str, *args: object) -> None:
-    if debug_enabled():
+    if DEBUG:
         logger.warning(message, *args)
 
 

@@ -132,7 +132,11 @@ class TorchOps:
     data_ptr = staticmethod(lambda t: t.data_ptr())
     version = staticmethod(lambda t: t._version)
     device = staticmethod(lambda t: t.device)
-    clone = staticmethod(lambda t: t.detach().clone())
+    # The hot-path copies run where autograd records nothing: inside the autograd function (grad
+    # off), in backward, or on tensors that need no grad (see docs/runtime.md).
+    clone = staticmethod(torch.Tensor.clone)
+    copy_ = staticmethod(torch.Tensor.copy_)
+    zero_ = staticmethod(torch.Tensor.zero_)
     zeros_like = staticmethod(torch.zeros_like)
     grad_of = staticmethod(lambda p: p.grad)
     is_same = staticmethod(lambda a, b: a is b)
@@ -203,20 +207,27 @@ class TorchOps:
         return leaves, lambda args, kwargs: torch.func.functional_call(layer, mapping, args, kwargs)
 
     @staticmethod
-    def copy_(dst: torch.Tensor, src: torch.Tensor) -> None:
-        with torch.no_grad():
-            dst.detach().copy_(src)
-
-    @staticmethod
-    def zero_(t: torch.Tensor) -> None:
-        with torch.no_grad():
-            t.detach().zero_()
+    def same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+        return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
 
     @staticmethod
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
         return list(
             torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True)
         )
+
+    @staticmethod
+    def backward_into(outputs: list, grad_outputs: list, inputs: list, leaves: list, grads: list) -> list:
+        """Backward with each leaf's grad set to its bank view, so AccumulateGrad adds in place and
+        no parameter-sized gradient outlives its layer's step; inputs take fresh grads."""
+        for t in inputs:
+            t.grad = None
+        for leaf, g in zip(leaves, grads):
+            leaf.grad = g
+        torch.autograd.backward(outputs, grad_outputs, retain_graph=True, inputs=inputs + leaves)
+        for leaf in leaves:
+            leaf.grad = None
+        return [t.grad for t in inputs]
 
     @staticmethod
     def flat_views(params: list) -> tuple[list, list]:
@@ -241,7 +252,7 @@ class TorchOps:
     @staticmethod
     def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:
         # Our list and getrefcount's argument hold two references; a third is someone else's alias.
-        if any(sys.getrefcount(views[j]) > 2 for j in idx):
+        if max(map(sys.getrefcount, [views[j] for j in idx])) > 3:  # + the temporary list
             return True
         expected = sum(1 for v in views if v is not None)
         users = sum(torch._C._storage_Use_Count(f.untyped_storage()._cdata) - 2 for f in flats)
@@ -292,7 +303,7 @@ class TorchOps:
     def new_graph(self, backend: str, device: torch.device, pool: Any) -> Any:
         if backend == "cuda":
             return CudaGraph(device, pool)
-        return StandInGraph(self.copy_, _SYNC_TARGETS)
+        return StandInGraph(_copy_detached, _SYNC_TARGETS)
 
     def capture_stream(self, backend: str, device: torch.device) -> ContextManager:
         if backend != "cuda":
@@ -309,6 +320,11 @@ class TorchOps:
     @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: torch.Tensor, tensors: list) -> tuple:
         return _GraphedCall.apply(runner, slot, anchor, *tensors)
+
+
+def _copy_detached(dst: torch.Tensor, src: torch.Tensor) -> None:
+    with torch.no_grad():
+        dst.detach().copy_(src)
 
 
 def _alias(t: torch.Tensor) -> torch.Tensor:
@@ -339,7 +355,8 @@ class _GraphedCall(torch.autograd.Function):
         if slot.nondiff:
             ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
         ctx.token = runner.track(slot)
-        settings.debug("%s forward replay", runner.stats.name)
+        if settings.DEBUG:
+            settings.debug("%s forward replay", runner.stats.name)
         return tuple(outs)
 
     @staticmethod
@@ -347,7 +364,8 @@ class _GraphedCall(torch.autograd.Function):
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple:
         token = ctx.token
         in_grads = token.runner.backward_replay(token, grads)
-        settings.debug("%s backward replay", token.runner.stats.name)
+        if settings.DEBUG:
+            settings.debug("%s backward replay", token.runner.stats.name)
         return (None, None, None, *in_grads)
 
 
@@ -391,7 +409,7 @@ class TorchGraphedLayer(torch.nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             modules = self.__dict__.get("_modules") or {}
-            if name == "layer" or "layer" not in modules:
+            if name.startswith("_") or name == "layer" or "layer" not in modules:
                 raise
             return getattr(modules["layer"], name)
 

@@ -14,42 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from .test_cli import LAYERS
+
 REPO = Path(__file__).resolve().parents[2]
 
-HAZARD = """import paddle.nn as nn
-
-
-class Scale(nn.Layer):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(x) * x.sum().item()
-"""
-
-UNWRAPPED = """import paddle.nn as nn
-
-
-class MLP(nn.Layer):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(x)
-
-
-class Net(nn.Layer):
-    def __init__(self):
-        super().__init__()
-        self.mlp = MLP()
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return self.mlp(x)
-"""
+# An eligible MLP inside a Net whose call counter makes it ineligible: rewrite wraps `self.mlp`.
+UNWRAPPED = LAYERS
+# The same MLP syncing the host in its forward: lint reports AG101 on line 10.
+HAZARD = LAYERS.split("\n\n\nclass Net")[0].replace("return self.fc(x)", "return self.fc(x) * x.sum().item()") + "\n"
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -113,7 +85,7 @@ def test_hooks_block_and_pass_commits(tmp_path: Path, hook_repo: tuple[Path, str
     assert git(user, "rev-parse", "HEAD").returncode != 0  # nothing was committed
 
     # Clean code: passes.
-    (user / "scale.py").write_text(HAZARD.replace(" * x.sum().item()", ""))
+    (user / "scale.py").write_text(HAZARD.replace(" * x.sum().item()", ""))  # the MLP alone: eligible, clean
     git(user, "add", "-A")
     done = commit(user, env, "clean layer")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -51,7 +51,7 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
     if not counts.changed:
         return SourceEdit(data, 0, counts.kept, loaded.text)
     try:
-        present = has_runtime_import(module)
+        present = has_runtime_import(loaded.module, loaded.text)
     except ImportConflict as exc:
         raise Unsafe("conflict", str(exc)) from None
     if not present:

@@ -59,43 +59,35 @@ def _sort_key(node: cst.Import | cst.ImportFrom) -> tuple[int, str]:
     return (0, _dotted(node.names[0].name).lower())
 
 
-def _bound_names(stmt: cst.CSTNode) -> list[tuple[str, str]]:
-    """(name, what binds it) for the top-level bindings of one statement, descending into if/try blocks."""
+def _bindings(stmt: cst.CSTNode) -> list[tuple[str, str]]:
+    """(name, what binds it) for the names one top-level statement binds, nested blocks included."""
+    if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+        return [(stmt.name.value, "a definition")]
     found: list[tuple[str, str]] = []
-    if isinstance(stmt, cst.SimpleStatementLine):
-        for small in stmt.body:
-            if isinstance(small, cst.ImportFrom):
-                origin = _dotted(small.module) if not small.relative else "." * len(small.relative) + _dotted(small.module)
-                if isinstance(small.names, cst.ImportStar):
-                    found.append(("*", origin))
-                    continue
-                for alias in small.names:
-                    bound = alias.evaluated_alias or alias.evaluated_name
-                    found.append((bound, f"{origin}.{alias.evaluated_name}"))
-            elif isinstance(small, cst.Import):
-                for alias in small.names:
-                    if alias.asname is not None:
-                        found.append((alias.evaluated_alias or "", f"import {alias.evaluated_name}"))
-            elif isinstance(small, (cst.Assign, cst.AnnAssign)):
-                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-                found.extend((t.value, "an assignment") for t in targets if isinstance(t, cst.Name))
-    elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
-        found.append((stmt.name.value, "a definition"))
-    elif isinstance(stmt, (cst.If, cst.Try)):
-        blocks = [stmt.body] + ([stmt.orelse] if getattr(stmt, "orelse", None) else [])
-        blocks += [h.body for h in getattr(stmt, "handlers", ())]
-        for block in blocks:
-            body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block.body.body
-            for inner in body:
-                found.extend(_bound_names(inner))
+    for node in m.findall(stmt, m.ImportFrom() | m.Import() | m.AssignTarget() | m.AnnAssign()):
+        if isinstance(node, cst.ImportFrom):
+            origin = "." * len(node.relative) + _dotted(node.module)
+            if isinstance(node.names, cst.ImportStar):
+                found.append(("*", origin))
+            else:
+                found.extend((a.evaluated_alias or a.evaluated_name, f"{origin}.{a.evaluated_name}") for a in node.names)
+        elif isinstance(node, cst.Import):
+            found.extend((a.evaluated_alias or "", f"import {a.evaluated_name}") for a in node.names if a.asname)
+        elif isinstance(node.target, cst.Name):
+            found.append((node.target.value, "an assignment"))
     return found
 
 
-def has_runtime_import(module: cst.Module) -> bool:
+def has_runtime_import(module: cst.Module, text: str) -> bool:
     """True when the wrapper name already refers to our runtime; raises ImportConflict when it refers elsewhere."""
+    if WRAPPER not in text and RUNTIME_MODULE not in text:
+        return False
     ours = False
     for stmt in module.body:
-        for name, origin in _bound_names(stmt):
+        code = module.code_for_node(stmt)
+        if WRAPPER not in code and RUNTIME_MODULE not in code:
+            continue
+        for name, origin in _bindings(stmt):
             if name == "*" and origin == RUNTIME_MODULE:
                 ours = True
             elif name == WRAPPER:

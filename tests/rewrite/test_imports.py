@@ -99,3 +99,19 @@ def test_undo_keeps_the_added_import_while_a_kept_wrapper_still_uses_it() -> Non
 def test_a_second_import_line_is_never_added() -> None:
     new = rewrite("import paddle\n\n" + USE + "n = MLP(2)\n", {"MLP"})
     assert new.count(b"import CUDAGraphedLayer") == 1
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "if FLAG:\n    pass\nelif OTHER:\n    from mylib import CUDAGraphedLayer\n",
+        "if FLAG: from mylib import CUDAGraphedLayer\n",
+        "def CUDAGraphedLayer(layer):\n    return layer\n",
+        "CUDAGraphedLayer: type = object\n",
+    ],
+)
+def test_bindings_in_nested_blocks_and_definitions_conflict(binding: str) -> None:
+    data = (binding + USE).encode()
+    with pytest.raises(Unsafe) as err:
+        rewrite_source(data, sites_for(data, {"MLP"}))
+    assert err.value.kind == "conflict"

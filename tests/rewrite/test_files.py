@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autograph_cg.findings import SourceError
-from autograph_cg.rewrite import Status, WrapSettings, rewrite_files, undo_files
+from autograph_cg.rewrite import Status, WrapSettings, api, rewrite_files, undo_files
 
 from .sites import sites_for
 
@@ -80,3 +80,19 @@ def test_existing_sites_are_not_opened(tmp_path: Path) -> None:
     site = sites_for(SRC, {"MLP"}, str(f))[0]
     report = rewrite_files([replace(site, existing=True)], 1)
     assert report.files == [] and report.exit_code(check=True) == 0
+
+
+def test_a_file_saved_by_someone_else_during_the_run_is_not_overwritten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _write(tmp_path, "a.py", SRC.encode())
+    real_edit = api.rewrite_source
+
+    def edit_then_user_saves(data: bytes, sites: list, settings: WrapSettings) -> api.SourceEdit:
+        result = real_edit(data, sites, settings)
+        f.write_bytes(b"# saved meanwhile\n" + data)
+        return result
+
+    monkeypatch.setattr(api, "rewrite_source", edit_then_user_saves)
+    report = rewrite_files(sites_for(SRC, {"MLP"}, str(f)), 1)
+    assert [(r.status, r.kind) for r in report.files] == [(Status.SKIPPED, "changed")]
+    assert f.read_bytes() == b"# saved meanwhile\n" + SRC.encode()
+    assert report.exit_code(check=False) == 2

@@ -59,9 +59,7 @@ class Ops(Protocol):
     def zero_(self, t: Any) -> None: ...
     def zeros_like(self, t: Any) -> Any: ...
     def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
-    def backward_into(
-        self, outputs: list, grad_outputs: list, inputs: list, leaves: list, grads: list
-    ) -> list: ...
+    def foreach_copy_(self, dsts: list, srcs: list) -> None: ...
     def flat_views(self, params: list) -> tuple[list, list]: ...
     def grad_of(self, p: Any) -> Any: ...
     def set_grad(self, p: Any, g: Any) -> None: ...
@@ -154,8 +152,10 @@ class Slot:
     params: list = field(default_factory=list)  # autograd leaves standing for the parameters
     targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
     writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
-    bwd: Graph | None = None
+    bwd: Graph | None = None  # adds parameter grads into the bank
     bwd_seq: int = 0
+    bwd_fresh: Graph | None = None  # writes them: for a step whose grads were all cleared
+    bwd_fresh_seq: int = 0
     busy: bool = False
     stale: bool = False
     generation: int = 0
@@ -193,8 +193,10 @@ class GradBank:
         self.ops, self.params = ops, params
         self.flats, self.views = ops.flat_views(params)
 
-    def prepare(self, used: Sequence[int]) -> tuple[list, list] | None:
-        """Zero the regions the next replay must not add to; None when a region can't be reused."""
+    def prepare(self, used: Sequence[int], can_write: bool) -> tuple[list, list, bool] | None:
+        """Get the views ready for the next backward graph: returns (cleared, foreign, write).
+        ``write``: every grad was cleared, so the writing graph needs no zeroing. Otherwise the
+        regions the adding graph must not add to are zeroed. None when a region can't be reused."""
         ops, params, views = self.ops, self.params, self.views
         grads = list(map(ops.grad_of, [params[j] for j in used]))
         if all(ops.is_same(g, views[j]) for g, j in zip(grads, used) if g is not None):
@@ -209,17 +211,19 @@ class GradBank:
                     foreign.append(j)
         if none and ops.held_elsewhere(self.flats, views, none):
             return None
+        if can_write and len(none) == len(used):
+            return none, foreign, True
         fresh = none + foreign
         if len(fresh) == len(views):
             for flat in self.flats:
                 ops.zero_(flat)
         elif fresh:
             ops.foreach_zero_([views[j] for j in fresh])
-        return none, foreign
+        return none, foreign, False
 
-    def finish(self, plan: tuple[list, list]) -> None:
+    def finish(self, plan: tuple[list, list, bool]) -> None:
         ops, params, views = self.ops, self.params, self.views
-        none, foreign = plan
+        none, foreign, _ = plan
         for j in none:
             ops.set_grad(params[j], views[j])
         if foreign:
@@ -430,7 +434,7 @@ class Runner:
         bank = self._grad_bank(params) if params else None
         ledger = ledger_for(ops, backend, device, len(entry.slots))
         started = time.perf_counter()
-        state = self._save_state(device)
+        state = self._save_state(device, with_grads=backend == "standin")
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, params)
@@ -450,9 +454,14 @@ class Runner:
                     slot.targets = [params[j] for j in slot.used_params]
                     slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
                     slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                    slot.bwd.capture(self._backward_fn(slot, bank))
+                    slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
                     ledger.adopt(slot.bwd)
                     slot.bwd_seq = ledger.next_seq()
+                    if slot.used_params:
+                        slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
+                        slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
+                        ledger.adopt(slot.bwd_fresh)
+                        slot.bwd_fresh_seq = ledger.next_seq()
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
             ledger.poison()
             self._restore_state(state)
@@ -503,17 +512,22 @@ class Runner:
         used_params = tuple(j for j, g in enumerate(grads[len(cand) :]) if g is not None)
         return (nondiff, diff_out, used_inputs, used_params)
 
-    def _backward_fn(self, slot: Slot, bank: GradBank | None) -> Callable[[], list]:
-        """The captured backward: input grads into static buffers, parameter grads added into the
-        bank's views (looked up per run: a lasting reference would hide a user's alias from
-        GradBank.prepare, which counts references)."""
+    def _backward_fn(
+        self, slot: Slot, bank: GradBank | None, store: Callable[[list, list], None]
+    ) -> Callable[[], list]:
+        """The captured backward: input grads into static buffers, parameter grads stored (added or
+        written) into the bank's views. The views are looked up per run: a lasting reference would
+        hide a user's alias from GradBank.prepare, which counts references."""
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
+        n = len(inputs)
 
         def run_backward() -> list:
             outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
-            views = [bank.views[j] for j in slot.used_params] if bank is not None else []
-            return ops.backward_into(outs, slot.grad_outputs, inputs, slot.params, views)
+            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+            if bank is not None and slot.used_params:
+                store([bank.views[j] for j in slot.used_params], grads[n:])
+            return grads[:n]
 
         return run_backward
 
@@ -523,10 +537,12 @@ class Runner:
             bank = self._bank = GradBank(self.ops, params)
         return bank
 
-    def _save_state(self, device: Any) -> tuple:
+    def _save_state(self, device: Any, with_grads: bool) -> tuple:
+        """What a capture may change: RNG and buffers (by the probe), and the gradient bank when the
+        capture itself runs the computation (the stand-in; a CUDA capture runs nothing)."""
         ops = self.ops
         buffers = [(b, ops.clone(b)) for b in self._buffers]
-        grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank else []
+        grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank and with_grads else []
         return ops.rng_state(device), device, buffers, grads
 
     def _restore_state(self, state: tuple) -> None:
@@ -587,16 +603,20 @@ class Runner:
             else:
                 ops.copy_(static, g)
         bank = self._bank
-        plan = bank.prepare(slot.used_params) if (bank and slot.used_params and not slot.stale) else ((), ())
-        if slot.stale or plan is None or not slot.ledger.may_replay(slot.bwd_seq):
+        if slot.stale or not slot.used_params:
+            plan: tuple | None = ((), (), False)
+        else:
+            plan = bank.prepare(slot.used_params, slot.bwd_fresh is not None)
+        graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
+        if slot.stale or plan is None or not slot.ledger.may_replay(seq):
             in_grads = self._backward_eagerly(slot)
         else:
-            slot.bwd.replay()
+            graph.replay()
             slot.ledger.epoch += 1
             if slot.used_params:
                 bank.finish(plan)
             self.stats.backward_replays += 1
-            in_grads = [ops.clone(g) for g in slot.bwd.outputs]
+            in_grads = [ops.clone(g) for g in graph.outputs]
         self.release(slot, token.generation)
         result: list = [None] * len(slot.static_inputs)
         for i, g in zip(slot.used_inputs, in_grads):

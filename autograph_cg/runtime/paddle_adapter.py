@@ -155,11 +155,6 @@ class PaddleOps:
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
         return list(paddle.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True))
 
-    def backward_into(self, outputs: list, grad_outputs: list, inputs: list, leaves: list, grads: list) -> list:
-        found = self.autograd_grad(outputs, inputs + leaves, grad_outputs)
-        self.foreach_add_(grads, found[len(inputs) :])
-        return found[: len(inputs)]
-
     @staticmethod
     def flat_views(params: list) -> tuple[list, list]:
         groups: dict[tuple, list[int]] = {}
@@ -196,6 +191,12 @@ class PaddleOps:
         with paddle.no_grad():
             for d, s in zip(dsts, srcs):
                 d.add_(s)
+
+    @staticmethod
+    def foreach_copy_(dsts: list, srcs: list) -> None:
+        with paddle.no_grad():
+            for d, s in zip(dsts, srcs):
+                d.copy_(s, False)
 
     @staticmethod
     def foreach_zero_(ts: list) -> None:

@@ -217,19 +217,6 @@ class TorchOps:
         )
 
     @staticmethod
-    def backward_into(outputs: list, grad_outputs: list, inputs: list, leaves: list, grads: list) -> list:
-        """Backward with each leaf's grad set to its bank view, so AccumulateGrad adds in place and
-        no parameter-sized gradient outlives its layer's step; inputs take fresh grads."""
-        for t in inputs:
-            t.grad = None
-        for leaf, g in zip(leaves, grads):
-            leaf.grad = g
-        torch.autograd.backward(outputs, grad_outputs, retain_graph=True, inputs=inputs + leaves)
-        for leaf in leaves:
-            leaf.grad = None
-        return [t.grad for t in inputs]
-
-    @staticmethod
     def flat_views(params: list) -> tuple[list, list]:
         groups: dict[tuple, list[int]] = {}
         for j, p in enumerate(params):
@@ -262,6 +249,11 @@ class TorchOps:
     def foreach_add_(dsts: list, srcs: list) -> None:
         with torch.no_grad():
             torch._foreach_add_(dsts, srcs)
+
+    @staticmethod
+    def foreach_copy_(dsts: list, srcs: list) -> None:
+        with torch.no_grad():
+            torch._foreach_copy_(dsts, srcs)
 
     @staticmethod
     def foreach_zero_(ts: list) -> None:

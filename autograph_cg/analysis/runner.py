@@ -7,19 +7,18 @@ and a hash per file.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import hashlib
 import multiprocessing
 import os
 import pickle
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Protocol
 
 from autograph_cg import __version__
+from autograph_cg.atomic import atomic_file
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.index import index_source
 from autograph_cg.findings import SourceError
@@ -125,16 +124,11 @@ def _load_pickle(folder: Path | None, name: str) -> dict | None:
 def _save_pickle(folder: Path, name: str, value: object) -> None:
     """Atomically: a run killed while saving leaves the previous cache file intact."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, folder / name)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / ".gitignore").write_text("# Created by autograph-cg: its cache, never to commit.\n*\n")
+        with atomic_file(folder / name) as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:  # a cache that cannot be written only costs speed
         print(f"autograph-cg: warning: cannot write cache in {folder}: {exc.strerror or exc}", file=sys.stderr)
 

@@ -12,9 +12,10 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterator, TextIO
+
+from autograph_cg.atomic import TEMP_SUFFIX, atomic_file
 
 
 class OutputError(Exception):
@@ -45,24 +46,9 @@ def open_output(path: str | os.PathLike[str] | None, stdout: TextIO | None = Non
     if target.is_dir():
         raise OutputError(f"cannot write {target}: it is a directory")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise OutputError(f"cannot write {target}: {_reason(exc)}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
+        with atomic_file(target, text=True, mode=_file_mode(target)) as stream:
             yield stream
-        os.chmod(tmp, _file_mode(target))
-        os.replace(tmp, target)
     except OSError as exc:
-        _discard(tmp)
-        if exc.filename not in (None, tmp, str(target)):
+        if exc.filename not in (None, str(target)) and not str(exc.filename).endswith(TEMP_SUFFIX):
             raise  # about another file (a source the emitter read), not about this output
         raise OutputError(f"cannot write {target}: {_reason(exc)}") from None
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-def _discard(tmp: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)

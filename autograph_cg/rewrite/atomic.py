@@ -13,11 +13,12 @@ import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-TEMP_SUFFIX = ".autograph-cg.tmp"
+from autograph_cg.atomic import TEMP_SUFFIX, atomic_file
+
+__all__ = ["TEMP_SUFFIX", "FileChanged", "ReadOnly", "Snapshot", "read_snapshot", "replace"]
 
 
 class FileChanged(Exception):
@@ -59,36 +60,19 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     return Snapshot(real, data, _digest(data), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
 
 
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def replace(snapshot: Snapshot, new: bytes) -> None:
     """Write `new` in place of the snapshot's file; raises ReadOnly, FileChanged or OSError and then changes nothing."""
     if not snapshot.writable:
         raise ReadOnly(f"read-only: {snapshot.path}")
     target = snapshot.path
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(new)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, snapshot.mode)
+
+    def unchanged(tmp: str) -> None:
         if hasattr(os, "chown") and (snapshot.uid, snapshot.gid) != (os.getuid(), os.getgid()):
             with contextlib.suppress(OSError):
                 os.chown(tmp, snapshot.uid, snapshot.gid)
         with open(target, "rb") as f:
             if _digest(f.read()) != snapshot.digest:
                 raise FileChanged(f"changed since it was read: {target}")
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(target.parent)
+
+    with atomic_file(target, mode=snapshot.mode, before_replace=unchanged) as f:
+        f.write(new)

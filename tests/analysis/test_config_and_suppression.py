@@ -63,6 +63,7 @@ def test_warm_cache_gives_the_cold_answer_and_sees_changes(tmp_path):
     cold = analyze([str(src)], options)
     warm = analyze([str(src)], options)
     assert sorted(f.code for f in cold.findings) == ["AG101", "AG201"]
+    assert (tmp_path / "cache" / ".gitignore").read_text().endswith("*\n")  # never committed by accident
     assert warm.findings == cold.findings and warm.plan == cold.plan
     (src / "m.py").write_text(LAYER)
     changed = analyze([str(src)], options)

@@ -246,6 +246,27 @@ def accumulate_eagerly(ops: Ops, params: list, grads: list) -> None:
         ops.foreach_add_(dsts, srcs)
 
 
+def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any]) -> tuple:
+    """The forward of the adapters' autograd function (torch Function / Paddle PyLayer)."""
+    outs = runner.forward_replay(slot, tensors)
+    ctx.set_materialize_grads(False)
+    if slot.nondiff:
+        ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
+    ctx.token = runner.track(slot)
+    if settings.DEBUG:
+        settings.debug("%s forward replay", runner.stats.name)
+    return tuple(outs)
+
+
+def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
+    """The backward of the adapters' autograd function: grads for the tensor arguments."""
+    token = ctx.token
+    in_grads = token.runner.backward_replay(token, grads)
+    if settings.DEBUG:
+        settings.debug("%s backward replay", token.runner.stats.name)
+    return in_grads
+
+
 def _rebuild_runner(ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str) -> "Runner":
     adapter = importlib.import_module(f"{__package__}.{ops_name}_adapter")
     return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name)

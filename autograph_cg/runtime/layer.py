@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 
 class CUDAGraphedLayer(abc.ABC):
@@ -32,3 +32,44 @@ class CUDAGraphedLayer(abc.ABC):
         raise TypeError(
             f"CUDAGraphedLayer wraps a paddle.nn.Layer or a torch.nn.Module, not {type(layer).__name__}"
         )
+
+
+class GraphedLayerBase:
+    """What the PyTorch and Paddle wrappers share; each also derives from its framework's layer."""
+
+    _ops: ClassVar[Any]
+    _children: ClassVar[str]  # the framework's dict of sublayers: "_modules" / "_sub_layers"
+
+    def __init__(
+        self,
+        layer: Any,
+        num_warmup_steps: int = 3,
+        *,
+        max_graphs: int = 32,
+        backend: str = "auto",
+        name: str | None = None,
+    ) -> None:
+        from .core import Runner
+
+        super().__init__()
+        self.layer = layer
+        label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
+        self._runner = Runner(self._ops, layer, num_warmup_steps, max_graphs, backend, label)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._runner(args, kwargs)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """This layer's counters (``autograph_cg.runtime.report()`` prints all layers')."""
+        return self._runner.stats.as_dict()
+
+    def __getattr__(self, name: str) -> Any:
+        """Public attributes the wrapper lacks are the wrapped layer's (``block.fc1``, ``block.d``)."""
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]
+        except AttributeError:
+            children = self.__dict__.get(self._children) or {}
+            if name.startswith("_") or name == "layer" or "layer" not in children:
+                raise
+            return getattr(children["layer"], name)

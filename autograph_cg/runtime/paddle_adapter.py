@@ -13,9 +13,8 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
-from . import settings
-from .core import Runner, Slot
-from .layer import CUDAGraphedLayer
+from .core import Runner, Slot, replay_backward, replay_forward
+from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .standin import StandInGraph
 
 _PLACE_TYPES = tuple(
@@ -270,48 +269,19 @@ class _GraphedCall(PyLayer):
 
     @staticmethod
     def forward(ctx: Any, runner: Runner, slot: Slot, anchor: paddle.Tensor, *tensors: paddle.Tensor) -> tuple:
-        outs = runner.forward_replay(slot, tensors)
-        ctx.set_materialize_grads(False)
-        if slot.nondiff:
-            ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
-        ctx.token = runner.track(slot)
-        if settings.DEBUG:
-            settings.debug("%s forward replay", runner.stats.name)
-        return tuple(outs)
+        return replay_forward(ctx, runner, slot, tensors)
 
     @staticmethod
     def backward(ctx: Any, *grads: paddle.Tensor) -> tuple:
-        token = ctx.token
-        in_grads = token.runner.backward_replay(token, grads)
-        if settings.DEBUG:
-            settings.debug("%s backward replay", token.runner.stats.name)
-        return (None, *in_grads)
+        return (None, *replay_backward(ctx, grads))
 
 
-class PaddleGraphedLayer(paddle.nn.Layer):
+class PaddleGraphedLayer(GraphedLayerBase, paddle.nn.Layer):
     """``CUDAGraphedLayer`` for a ``paddle.nn.Layer``: a real layer whose ``state_dict`` keys are the
     wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
 
-    def __init__(
-        self,
-        layer: paddle.nn.Layer,
-        num_warmup_steps: int = 3,
-        *,
-        max_graphs: int = 32,
-        backend: str = "auto",
-        name: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.layer = layer
-        label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
-        self._runner = Runner(_OPS, layer, num_warmup_steps, max_graphs, backend, label)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._runner(args, kwargs)
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        return self._runner.stats.as_dict()
+    _ops = PaddleOps()
+    _children = "_sub_layers"
 
     # state_dict / set_state_dict / to_static_state_dict all go through these two.
     def _state_dict_impl(self, *args: Any, **kwargs: Any) -> Any:
@@ -320,15 +290,6 @@ class PaddleGraphedLayer(paddle.nn.Layer):
     def _obtain_parameters_buffers(self, *args: Any, **kwargs: Any) -> Any:
         return self.layer._obtain_parameters_buffers(*args, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            sub_layers = self.__dict__.get("_sub_layers") or {}
-            if name.startswith("_") or name == "layer" or "layer" not in sub_layers:
-                raise
-            return getattr(sub_layers["layer"], name)
 
-
-_OPS = PaddleOps()
+_OPS = PaddleGraphedLayer._ops
 CUDAGraphedLayer.register(PaddleGraphedLayer)

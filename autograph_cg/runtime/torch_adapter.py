@@ -13,9 +13,8 @@ from typing import Any, ContextManager, Iterator, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
-from . import settings
-from .core import Runner, Slot
-from .layer import CUDAGraphedLayer
+from .core import Runner, Slot, replay_backward, replay_forward
+from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .standin import StandInGraph
 
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
@@ -342,69 +341,29 @@ class _GraphedCall(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, runner: Runner, slot: Slot, anchor: torch.Tensor, *tensors: torch.Tensor) -> tuple:
-        outs = runner.forward_replay(slot, tensors)
-        ctx.set_materialize_grads(False)
-        if slot.nondiff:
-            ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
-        ctx.token = runner.track(slot)
-        if settings.DEBUG:
-            settings.debug("%s forward replay", runner.stats.name)
-        return tuple(outs)
+        return replay_forward(ctx, runner, slot, tensors)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple:
-        token = ctx.token
-        in_grads = token.runner.backward_replay(token, grads)
-        if settings.DEBUG:
-            settings.debug("%s backward replay", token.runner.stats.name)
-        return (None, None, None, *in_grads)
+        return (None, None, None, *replay_backward(ctx, grads))
 
 
-class TorchGraphedLayer(torch.nn.Module):
+class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):
     """``CUDAGraphedLayer`` for a ``torch.nn.Module``: a real module whose ``state_dict`` keys are the
     wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
 
-    def __init__(
-        self,
-        layer: torch.nn.Module,
-        num_warmup_steps: int = 3,
-        *,
-        max_graphs: int = 32,
-        backend: str = "auto",
-        name: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.layer = layer
-        label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
-        self._runner = Runner(_OPS, layer, num_warmup_steps, max_graphs, backend, label)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._runner(args, kwargs)
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        return self._runner.stats.as_dict()
+    _ops = TorchOps()
+    _children = "_modules"
 
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
         return self.layer.state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
 
-    def _load_from_state_dict(
-        self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any
-    ) -> None:
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
         for key in [k for k in state_dict if k.startswith(prefix)]:
             state_dict[f"{prefix}layer.{key[len(prefix):]}"] = state_dict.pop(key)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            modules = self.__dict__.get("_modules") or {}
-            if name.startswith("_") or name == "layer" or "layer" not in modules:
-                raise
-            return getattr(modules["layer"], name)
 
-
-_OPS = TorchOps()
+_OPS = TorchGraphedLayer._ops
 CUDAGraphedLayer.register(TorchGraphedLayer)

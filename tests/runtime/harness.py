@@ -20,21 +20,22 @@ def randn(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype("float32")
 
 
-class TorchHarness:
-    name = "torch"
+class Harness:
+    """The framework-neutral part; subclasses spell tensors, grads and optimizers their way."""
 
-    def __init__(self, device: str = "cpu") -> None:
-        import torch
+    name = ""
+    device = "cpu"
+    backend = "standin"
+    atol = 1e-5
 
-        self.torch, self.models, self.device = torch, define("torch"), device
-        self.backend = "cuda" if device == "cuda" else "standin"
-        self.atol = 1e-5
-
-    def seed(self, n: int) -> None:
-        self.torch.manual_seed(n)
+    def __init__(self) -> None:
+        self.models = define(self.name)
 
     def build(self, kind: str, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.models, kind)(*args, **kwargs).to(self.device)
+        return self.place(getattr(self.models, kind)(*args, **kwargs))
+
+    def place(self, model: Any) -> Any:
+        return model
 
     def twin(self, model: Any) -> Any:
         return copy.deepcopy(model)
@@ -45,18 +46,11 @@ class TorchHarness:
         kwargs.setdefault("backend", self.backend)
         return CUDAGraphedLayer(model, **kwargs)
 
-    def tensor(self, array: np.ndarray, requires_grad: bool = False) -> Any:
-        t = self.torch.tensor(array, device=self.device)
-        return t.requires_grad_(requires_grad) if requires_grad else t
-
-    def ints(self, array: np.ndarray) -> Any:
-        return self.torch.tensor(array, dtype=self.torch.int64, device=self.device)
-
     def numpy(self, t: Any) -> np.ndarray:
-        return t.detach().cpu().numpy()
+        return t.detach().cpu().numpy() if self.name == "torch" else t.detach().numpy()
 
     def grad(self, t: Any) -> np.ndarray | None:
-        return None if t.grad is None else t.grad.detach().cpu().numpy().copy()
+        return None if t.grad is None else self.numpy(t.grad).copy()
 
     def backward(self, loss: Any, retain_graph: bool = False) -> None:
         loss.backward(retain_graph=retain_graph)
@@ -68,7 +62,33 @@ class TorchHarness:
         return [self.grad(p) for p in model.parameters()]
 
     def buffers(self, model: Any) -> list:
-        return [b.detach().cpu().numpy().copy() for b in model.buffers()]
+        return [self.numpy(b).copy() for b in model.buffers()]
+
+    def state_dict(self, model: Any) -> dict:
+        return model.state_dict()
+
+
+class TorchHarness(Harness):
+    name = "torch"
+
+    def __init__(self, device: str = "cpu") -> None:
+        import torch
+
+        super().__init__()
+        self.torch, self.device = torch, device
+        self.backend = "cuda" if device == "cuda" else "standin"
+
+    def seed(self, n: int) -> None:
+        self.torch.manual_seed(n)
+
+    def place(self, model: Any) -> Any:
+        return model.to(self.device)
+
+    def tensor(self, array: np.ndarray, requires_grad: bool = False) -> Any:
+        return self.torch.tensor(array, device=self.device).requires_grad_(requires_grad)
+
+    def ints(self, array: np.ndarray) -> Any:
+        return self.torch.tensor(array, dtype=self.torch.int64, device=self.device)
 
     def clear_grads(self, model: Any, set_to_none: bool) -> None:
         model.zero_grad(set_to_none=set_to_none)
@@ -85,69 +105,30 @@ class TorchHarness:
     def rand(self, n: int) -> np.ndarray:
         return self.torch.rand(n, device=self.device).cpu().numpy()
 
-    def state_dict(self, model: Any) -> dict:
-        return model.state_dict()
-
     def load(self, model: Any, state: dict) -> None:
         model.load_state_dict(state)
 
     def container(self, layers: list) -> Any:
         return self.torch.nn.Sequential(*layers)
 
-    def sync(self) -> None:
-        if self.device == "cuda":
-            self.torch.cuda.synchronize()
 
-
-class PaddleHarness:
+class PaddleHarness(Harness):
     name = "paddle"
-    device = "cpu"
-    backend = "standin"
-    atol = 1e-5
 
     def __init__(self) -> None:
         import paddle
 
-        self.paddle, self.models = paddle, define("paddle")
+        super().__init__()
+        self.paddle = paddle
 
     def seed(self, n: int) -> None:
         self.paddle.seed(n)
-
-    def build(self, kind: str, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.models, kind)(*args, **kwargs)
-
-    def twin(self, model: Any) -> Any:
-        return copy.deepcopy(model)
-
-    def wrap(self, model: Any, **kwargs: Any) -> Any:
-        from autograph_cg.runtime import CUDAGraphedLayer
-
-        kwargs.setdefault("backend", self.backend)
-        return CUDAGraphedLayer(model, **kwargs)
 
     def tensor(self, array: np.ndarray, requires_grad: bool = False) -> Any:
         return self.paddle.to_tensor(array, stop_gradient=not requires_grad)
 
     def ints(self, array: np.ndarray) -> Any:
         return self.paddle.to_tensor(array, dtype="int64")
-
-    def numpy(self, t: Any) -> np.ndarray:
-        return t.detach().numpy()
-
-    def grad(self, t: Any) -> np.ndarray | None:
-        return None if t.grad is None else t.grad.numpy().copy()
-
-    def backward(self, loss: Any, retain_graph: bool = False) -> None:
-        loss.backward(retain_graph=retain_graph)
-
-    def loss(self, y: Any) -> Any:
-        return (y * y).mean() + y.mean()
-
-    def param_grads(self, model: Any) -> list:
-        return [self.grad(p) for p in model.parameters()]
-
-    def buffers(self, model: Any) -> list:
-        return [b.numpy().copy() for b in model.buffers()]
 
     def clear_grads(self, model: Any, set_to_none: bool) -> None:
         model.clear_gradients(set_to_zero=not set_to_none)
@@ -164,18 +145,12 @@ class PaddleHarness:
     def rand(self, n: int) -> np.ndarray:
         return self.paddle.rand([n]).numpy()
 
-    def state_dict(self, model: Any) -> dict:
-        return model.state_dict()
-
     def load(self, model: Any, state: dict) -> None:
         missing, unexpected = model.set_state_dict(state)
         assert not missing and not unexpected, (missing, unexpected)
 
     def container(self, layers: list) -> Any:
         return self.paddle.nn.Sequential(*layers)
-
-    def sync(self) -> None:
-        pass
 
 
 class _PaddleSGD:

@@ -268,6 +268,8 @@ class SiteCollector:
                     cls = self._callee(call) or ""
                     self._record_class(attr, cls)
                     self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", container, existing, statement))
+                if container.rsplit(".", 1)[-1] in fw.CALLABLE_CONTAINERS:  # the whole stack may be wrapped too
+                    self.sites.append(self._site(value, container, attr, f"self.{attr}", "", False, statement))
                 kind = LAYER
             elif isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
                 method = value.func.attr

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING
 
+from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import SiteFacts
 from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.findings import Span
@@ -70,6 +71,27 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
         for site in module.sites:
             loose.append((module.path, site, package.resolve(site.cls) if site.cls else None))
 
+    # A `Sequential` whose items are all capturable is wrapped whole, and its items are then inside its graph.
+    whole: set[int] = set()  # id() of such Sequential sites
+    around: dict[int, int] = {}  # id() of an item site -> id() of the Sequential site holding it
+    for entries in owned.values():
+        for _, site, _ in entries:
+            if site.cls and fw.layer_kind(site.cls) == "container" and site.cls.endswith(".Sequential"):
+                items = [(s, c) for _, s, c in entries if s.container == site.cls and s.attr == site.attr and _inside(s.span, site.span)]
+                for item, _ in items:
+                    around[id(item)] = id(site)
+                if items and all(wrappable(c) or (c is None and fw.layer_kind(s.cls) == "known") for s, c in items):
+                    whole.add(id(site))
+
+    def covered(site: SiteFacts) -> bool:
+        return around.get(id(site)) in whole
+
+    def wraps_here(site: SiteFacts, child: str | None) -> bool:
+        """Whether this site becomes a graph when its owner is not inside one."""
+        if site.skipped or covered(site):
+            return False
+        return site.existing or id(site) in whole or wrappable(child)
+
     states: dict[str, set[bool]] = {}
 
     def visit(qual: str, in_graph: bool) -> None:
@@ -79,22 +101,21 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
         seen.add(in_graph)
         for _, site, child in owned.get(qual, ()):
             if child is not None and child in verdicts:
-                here = not site.skipped and (site.existing or wrappable(child))
-                visit(child, in_graph or here)
+                visit(child, in_graph or wraps_here(site, child) or covered(site))
 
     for _, site, child in loose:
         if child is not None and child in verdicts:
-            visit(child, not site.skipped and (site.existing or wrappable(child)))
+            visit(child, wraps_here(site, child))
     for qual in verdicts:
         if qual not in constructed_inside and qual not in states:
             visit(qual, False)
 
     def wrapped_at(owner: str, site: SiteFacts, child: str | None) -> bool:
-        if site.skipped or child is None or child not in verdicts:
-            return False
         if site.existing:
-            return True
-        return wrappable(child) and (not owner or states.get(owner) == {False})
+            return not site.skipped
+        if not wraps_here(site, child) or (child not in verdicts and id(site) not in whole):
+            return False
+        return not owner or states.get(owner) == {False}
 
     sites: list[WrapSite] = []
     by_site: dict[int, WrapSite] = {}
@@ -130,6 +151,10 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
     roots = [tree(q, "", False, None, 0, ()) for q in sorted(verdicts) if q not in constructed_inside]
     sites.sort(key=lambda s: (s.path, s.span.line, s.span.col))
     return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes)))
+
+
+def _inside(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
 
 
 def _short(container: str) -> str:

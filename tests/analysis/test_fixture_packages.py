@@ -69,5 +69,21 @@ def test_plan_wraps_the_largest_eligible_layers_never_nested():
     assert ("DecoderLM", "self.blocks[*]", "DecoderBlock") in wrapped  # the eligible branch of the comprehension
     assert not any(cls == "MoEDecoderBlock" for _, _, cls in wrapped)
     assert ("MoEFeedForward", "self.experts[*]", "GatedMLP") in wrapped
+    assert ("DecoderLM", "self.embed_proj", "Sequential") in wrapped  # a stack of framework layers, whole
     # DecoderBlock is wrapped whole, so nothing it builds is wrapped again.
     assert not any(owner == "DecoderBlock" for owner, _, _ in wrapped)
+
+
+def test_a_sequential_is_wrapped_whole_only_when_every_item_is_capturable(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "class Clean(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+        "class Sync(nn.Module):\n    def forward(self, x):\n        return x / x.max().item()\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.good = nn.Sequential(nn.Linear(4, 4), Clean())\n"
+        "        self.bad = nn.Sequential(Clean(), Sync())\n\n"
+        "    def forward(self, x):\n        return self.bad(self.good(x))\n"
+    )
+    code, out = _run("plan", str(tmp_path), "--format", "json")
+    wrapped = sorted((s["target"], s["class"].rsplit(".", 1)[1]) for s in json.loads(out)["sites"])
+    assert wrapped == [("self.bad[*]", "Clean"), ("self.good", "Sequential")]

@@ -1,34 +1,42 @@
-"""The `autograph-cg` command: a click group, one module per subcommand. The library does the work."""
+"""The `autograph-cg` command: a click group, one module per subcommand. The library does the work.
+
+Subcommands are imported when used, so `lint` never pays for libcst, which only `rewrite` needs.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from autograph_cg import __version__
 
+COMMANDS = {
+    "lint": "autograph_cg.cli.lint:lint",
+    "plan": "autograph_cg.cli.plan:plan",
+    "rewrite": "autograph_cg.cli.rewrite:rewrite",
+    "report": "autograph_cg.cli.report:report",
+    "explain": "autograph_cg.cli.explain:explain",
+    "rules": "autograph_cg.cli.explain:rules",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autograph-cg")
 def main() -> None:
     """Find CUDA-graph hazards in Paddle and PyTorch model code, plan and apply CUDA-graph wrapping.
 
     Exit codes: 0 clean, 1 findings (or changes with --check), 2 usage errors or nothing could be analyzed.
     """
-
-
-def _register() -> None:
-    from autograph_cg.cli import explain, lint, plan
-
-    main.add_command(lint.lint)
-    main.add_command(plan.plan)
-    main.add_command(explain.explain)
-    main.add_command(explain.rules)
-    for module, name in (("rewrite", "rewrite"), ("report", "report")):
-        try:
-            command = getattr(__import__(f"autograph_cg.cli.{module}", fromlist=[name]), name)
-        except ImportError:
-            continue
-        main.add_command(command)
-
-
-_register()

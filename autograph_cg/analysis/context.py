@@ -45,21 +45,39 @@ _HOST_PARAM_SUFFIXES = (
     "_size", "_dim", "_dims", "_len", "_length", "_num", "_eps", "_ratio", "_rate", "_mode", "_name", "_flag",
     "_shape", "_degree", "_rank", "_stride", "_h", "_w", "_heads", "_layers", "_steps", "_type", "_config",
 )  # fmt: skip
-_HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "dtype", "device", "Size"})
+_HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "dtype", "device", "Size", "None", "Literal", "DataType"})
+_WRAPPER_ANNOTATIONS = frozenset({"Optional", "Union", "Tuple", "tuple", "List", "list", "Sequence", "Final"})
 _CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"})
 #: Tensor attributes that are tensors themselves.
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
 _LAYER_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "running_mean", "running_var", "_mean", "_variance"})
 
 
+def _annotation_names(node: ast.expr) -> list[str]:
+    """The names an annotation mentions, in order: `Optional[paddle.Tensor]` -> ["Optional", "Tensor"]."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.Constant):
+        return [node.value.rsplit(".", 1)[-1]] if isinstance(node.value, str) else ["None"]
+    if isinstance(node, ast.Subscript):
+        return _annotation_names(node.value) + _annotation_names(node.slice)
+    if isinstance(node, ast.Tuple):
+        return [name for elt in node.elts for name in _annotation_names(elt)]
+    if isinstance(node, ast.BinOp):
+        return _annotation_names(node.left) + _annotation_names(node.right)
+    return ["?"]
+
+
 def _annotation_kind(annotation: ast.expr | None) -> int | None:
     if annotation is None:
         return None
-    text = ast.unparse(annotation) if not isinstance(annotation, ast.Name) else annotation.id
-    if "Tensor" in text:
+    names = _annotation_names(annotation)
+    if any("Tensor" in name for name in names):
         return TENSOR
-    last = text.replace("Optional[", "").rstrip("]").rsplit(".", 1)[-1]
-    if last in _HOST_ANNOTATIONS or text.startswith(("int", "float", "bool", "str", "Tuple[int", "tuple[int", "List[int", "list[int")):
+    meaningful = [n for n in names if n not in _WRAPPER_ANNOTATIONS]
+    if meaningful and all(n in _HOST_ANNOTATIONS for n in meaningful):
         return HOST
     return UNKNOWN
 

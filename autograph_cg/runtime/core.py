@@ -62,7 +62,7 @@ class Ops(Protocol):
     def foreach_copy_(self, dsts: list, srcs: list) -> None: ...
     def flat_views(self, params: list) -> tuple[list, list]: ...
     def grad_of(self, p: Any) -> Any: ...
-    def set_grad(self, p: Any, g: Any) -> None: ...
+    def set_grads(self, params: list, grads: list) -> None: ...
     def is_same(self, a: Any, b: Any) -> bool: ...
     def held_elsewhere(self, flats: list, views: list, idx: Sequence[int]) -> bool: ...
     def foreach_add_(self, dsts: list, srcs: list) -> None: ...
@@ -197,18 +197,11 @@ class GradBank:
         """Get the views ready for the next backward graph: returns (cleared, foreign, write).
         ``write``: every grad was cleared, so the writing graph needs no zeroing. Otherwise the
         regions the adding graph must not add to are zeroed. None when a region can't be reused."""
-        ops, params, views = self.ops, self.params, self.views
-        grads = list(map(ops.grad_of, [params[j] for j in used]))
-        if all(ops.is_same(g, views[j]) for g, j in zip(grads, used) if g is not None):
-            none = [j for g, j in zip(grads, used) if g is None]  # the common case: ours or cleared
-            foreign: list = []
-        else:
-            none, foreign = [], []
-            for g, j in zip(grads, used):
-                if g is None:
-                    none.append(j)
-                elif not ops.is_same(g, views[j]):
-                    foreign.append(j)
+        ops, views = self.ops, self.views
+        grads = list(map(ops.grad_of, [self.params[j] for j in used]))
+        mine = list(map(ops.is_same, grads, [views[j] for j in used]))
+        none = [j for g, j in zip(grads, used) if g is None]
+        foreign = [j for g, j, m in zip(grads, used, mine) if g is not None and not m]
         if none and ops.held_elsewhere(self.flats, views, none):
             return None
         if can_write and len(none) == len(used):
@@ -224,24 +217,26 @@ class GradBank:
     def finish(self, plan: tuple[list, list, bool]) -> None:
         ops, params, views = self.ops, self.params, self.views
         none, foreign, _ = plan
-        for j in none:
-            ops.set_grad(params[j], views[j])
+        if none:
+            ops.set_grads([params[j] for j in none], [views[j] for j in none])
         if foreign:
             ops.foreach_add_([ops.grad_of(params[j]) for j in foreign], [views[j] for j in foreign])
 
 
 def accumulate_eagerly(ops: Ops, params: list, grads: list) -> None:
     """What AccumulateGrad does, grouped: adopt fresh grads where none exist, add the rest at once."""
-    dsts, srcs = [], []
+    adopt, dsts, srcs = [], [], []
     for p, g in zip(params, grads):
         if g is None:
             continue
         current = ops.grad_of(p)
         if current is None:
-            ops.set_grad(p, g)
+            adopt.append((p, g))
         else:
             dsts.append(current)
             srcs.append(g)
+    if adopt:
+        ops.set_grads(*map(list, zip(*adopt)))
     if dsts:
         ops.foreach_add_(dsts, srcs)
 

@@ -80,7 +80,7 @@ class PaddleOps:
     is_static = staticmethod(lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
     grad_enabled = staticmethod(paddle.is_grad_enabled)
     requires_grad = staticmethod(lambda t: not t.stop_gradient)
-    data_ptr = staticmethod(lambda t: t.data_ptr())
+    data_ptr = staticmethod(paddle.Tensor.data_ptr)
     version = staticmethod(lambda t: t.inplace_version)
     device = staticmethod(lambda t: t.place)
     zeros_like = staticmethod(paddle.zeros_like)
@@ -172,14 +172,15 @@ class PaddleOps:
         return flats, views
 
     @staticmethod
-    def set_grad(p: paddle.Tensor, g: paddle.Tensor) -> None:
+    def set_grads(params: list, grads: list) -> None:
         # Shares g's memory (the ``grad`` setter would copy). A fresh view, because clearing a grad
         # with set_to_zero=False releases the tensor it was given.
-        p._copy_gradient_from(g.view(g.shape))
+        for p, g in zip(params, grads):
+            p._copy_gradient_from(g.view(g.shape))
 
     @staticmethod
-    def is_same(a: paddle.Tensor, b: paddle.Tensor) -> bool:
-        return a.data_ptr() == b.data_ptr() and a.shape == b.shape
+    def is_same(a: paddle.Tensor | None, b: paddle.Tensor) -> bool:
+        return a is not None and a.data_ptr() == b.data_ptr() and a.shape == b.shape
 
     @staticmethod
     def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:

@@ -6,6 +6,7 @@ Imported only when a ``torch.nn.Module`` is wrapped.
 from __future__ import annotations
 
 import gc
+import operator
 import sys
 from contextlib import contextmanager, nullcontext
 from typing import Any, ContextManager, Iterator, Sequence
@@ -127,8 +128,8 @@ class TorchOps:
     is_tensor = staticmethod(lambda x: isinstance(x, torch.Tensor))
     is_static = staticmethod(lambda x: isinstance(x, _STATIC_TYPES))
     grad_enabled = staticmethod(torch.is_grad_enabled)
-    requires_grad = staticmethod(lambda t: t.requires_grad)
-    data_ptr = staticmethod(lambda t: t.data_ptr())
+    requires_grad = staticmethod(operator.attrgetter("requires_grad"))
+    data_ptr = staticmethod(torch.Tensor.data_ptr)
     version = staticmethod(lambda t: t._version)
     device = staticmethod(lambda t: t.device)
     # The hot-path copies run where autograd records nothing: inside the autograd function (grad
@@ -137,8 +138,8 @@ class TorchOps:
     copy_ = staticmethod(torch.Tensor.copy_)
     zero_ = staticmethod(torch.Tensor.zero_)
     zeros_like = staticmethod(torch.zeros_like)
-    grad_of = staticmethod(lambda p: p.grad)
-    is_same = staticmethod(lambda a, b: a is b)
+    grad_of = staticmethod(operator.attrgetter("grad"))
+    is_same = staticmethod(operator.is_)
 
     @staticmethod
     def meta(t: torch.Tensor) -> tuple:
@@ -232,8 +233,9 @@ class TorchOps:
         return flats, views
 
     @staticmethod
-    def set_grad(p: torch.Tensor, g: torch.Tensor) -> None:
-        p.grad = g
+    def set_grads(params: list, grads: list) -> None:
+        for p, g in zip(params, grads):
+            p.grad = g
 
     @staticmethod
     def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:

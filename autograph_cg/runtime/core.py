@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import importlib
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Protocol, Sequence
 
 from . import settings
+from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
+from .pools import PoolLedger, ledger_for
 from .stats import LayerStats
 from .tree import UnsupportedArgument, flatten, unflatten
 
@@ -78,63 +79,6 @@ class Ops(Protocol):
     def apply(self, runner: "Runner", slot: "Slot", anchor: Any, tensors: list) -> list: ...
 
 
-class PoolLedger:
-    """Bookkeeping of one shared memory pool (one per device and in-flight depth).
-
-    Graphs in one pool reuse each other's freed temporaries. Replaying graph G is safe only if no
-    call still waiting for its backward holds memory captured *after* G (that memory may sit in G's
-    temporaries). Capture sequence numbers make that check exact; ``epoch`` counts replays so a
-    second backward through the same call can tell whether its saved activations are intact.
-    """
-
-    def __init__(self, new_pool: Callable[[], Any]) -> None:
-        self._new_pool = new_pool
-        self.handle: Any = None
-        self._graphs: weakref.WeakSet = weakref.WeakSet()
-        self._pin: Any = None
-        self.inflight: dict[int, int] = {}
-        self.epoch = 0
-        self._seq = 0
-
-    def pool_for_capture(self) -> Any:
-        """The pool for the next capture. A fresh one once the last graph of the old one is gone
-        (the allocator retires a pool with its last graph) or after a failed capture (``poison``);
-        otherwise one live graph is pinned so a garbage collection before the capture begins can't
-        retire the pool under it."""
-        alive = list(self._graphs)
-        if self.handle is None or not alive:
-            self.handle = self._new_pool()
-        self._pin = alive[0] if alive else None
-        return self.handle
-
-    def adopt(self, graph: Any) -> None:
-        self._graphs.add(graph)
-        self._pin = None
-
-    def poison(self) -> None:
-        """A failed capture may leave the pool marked as recording: capture the next graph elsewhere."""
-        self.handle = self._pin = None
-
-    def next_seq(self) -> int:
-        self._seq += 1
-        self.epoch += 1
-        return self._seq
-
-    def may_replay(self, seq: int) -> bool:
-        return all(s < seq for s in self.inflight.values())
-
-
-_ledgers: dict[tuple, PoolLedger] = {}
-
-
-def ledger_for(ops: Ops, backend: str, device: Any, depth: int) -> PoolLedger:
-    key = (ops.name, backend, str(device), depth)
-    ledger = _ledgers.get(key)
-    if ledger is None:
-        ledger = _ledgers[key] = PoolLedger(lambda: ops.new_pool(backend, device))
-    return ledger
-
-
 @dataclass(eq=False)
 class Slot:
     """One captured forward graph (and its backward graph) with its static buffers."""
@@ -182,63 +126,6 @@ class Token:
         slot = self.slot
         if slot.busy and slot.generation == self.generation:
             self.runner.release(slot, self.generation)
-
-
-class GradBank:
-    """Flat gradient storage the runtime owns. Its views become ``param.grad`` and every backward
-    graph accumulates into them, so replays add no launch per parameter; grads that the user set to
-    None are re-adopted, grads that someone else allocated get one grouped add."""
-
-    def __init__(self, ops: Ops, params: list) -> None:
-        self.ops, self.params = ops, params
-        self.flats, self.views = ops.flat_views(params)
-
-    def prepare(self, used: Sequence[int], can_write: bool) -> tuple[list, list, bool] | None:
-        """Get the views ready for the next backward graph: returns (cleared, foreign, write).
-        ``write``: every grad was cleared, so the writing graph needs no zeroing. Otherwise the
-        regions the adding graph must not add to are zeroed. None when a region can't be reused."""
-        ops, views = self.ops, self.views
-        grads = list(map(ops.grad_of, [self.params[j] for j in used]))
-        mine = list(map(ops.is_same, grads, [views[j] for j in used]))
-        none = [j for g, j in zip(grads, used) if g is None]
-        foreign = [j for g, j, m in zip(grads, used, mine) if g is not None and not m]
-        if none and ops.held_elsewhere(self.flats, views, none):
-            return None
-        if can_write and len(none) == len(used):
-            return none, foreign, True
-        fresh = none + foreign
-        if len(fresh) == len(views):
-            for flat in self.flats:
-                ops.zero_(flat)
-        elif fresh:
-            ops.foreach_zero_([views[j] for j in fresh])
-        return none, foreign, False
-
-    def finish(self, plan: tuple[list, list, bool]) -> None:
-        ops, params, views = self.ops, self.params, self.views
-        none, foreign, _ = plan
-        if none:
-            ops.set_grads([params[j] for j in none], [views[j] for j in none])
-        if foreign:
-            ops.foreach_add_([ops.grad_of(params[j]) for j in foreign], [views[j] for j in foreign])
-
-
-def accumulate_eagerly(ops: Ops, params: list, grads: list) -> None:
-    """What AccumulateGrad does, grouped: adopt fresh grads where none exist, add the rest at once."""
-    adopt, dsts, srcs = [], [], []
-    for p, g in zip(params, grads):
-        if g is None:
-            continue
-        current = ops.grad_of(p)
-        if current is None:
-            adopt.append((p, g))
-        else:
-            dsts.append(current)
-            srcs.append(g)
-    if adopt:
-        ops.set_grads(*map(list, zip(*adopt)))
-    if dsts:
-        ops.foreach_add_(dsts, srcs)
 
 
 def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any]) -> tuple:

@@ -51,7 +51,7 @@ def test_host_sync_layer_falls_back_and_still_trains():
 
 
 def test_graphs_of_a_model_share_one_pool_per_depth():
-    from autograph_cg.runtime import core
+    from autograph_cg.runtime import pools
 
     fw = TorchHarness("cuda")
     blocks = [fw.wrap(fw.build("MLP", D), num_warmup_steps=0) for _ in range(4)]
@@ -62,4 +62,4 @@ def test_graphs_of_a_model_share_one_pool_per_depth():
     ledgers = {slot.ledger for b in blocks for e in b._runner.entries.values() for slot in e.slots}
     assert len(ledgers) == 1  # one pool for all four layers' forward and backward graphs
     (ledger,) = ledgers
-    assert ledger.inflight == {} and ledger in core._ledgers.values()
+    assert ledger.inflight == {} and ledger in pools._ledgers.values()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autograph_cg.runtime import standin
-from autograph_cg.runtime.core import PoolLedger
+from autograph_cg.runtime.pools import PoolLedger
 from autograph_cg.runtime.keys import GraphKey, explain_miss
 from autograph_cg.runtime.tree import UnsupportedArgument, flatten, unflatten
 

@@ -1,0 +1,65 @@
+"""Parameter gradients of graphed layers: a flat buffer the runtime owns, whose views are ``param.grad``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from .core import Ops
+
+
+class GradBank:
+    """Flat gradient storage the runtime owns. Its views become ``param.grad`` and every backward
+    graph accumulates into them, so replays add no launch per parameter; grads that the user set to
+    None are re-adopted, grads that someone else allocated get one grouped add."""
+
+    def __init__(self, ops: Ops, params: list) -> None:
+        self.ops, self.params = ops, params
+        self.flats, self.views = ops.flat_views(params)
+
+    def prepare(self, used: Sequence[int], can_write: bool) -> tuple[list, list, bool] | None:
+        """Get the views ready for the next backward graph: returns (cleared, foreign, write).
+        ``write``: every grad was cleared, so the writing graph needs no zeroing. Otherwise the
+        regions the adding graph must not add to are zeroed. None when a region can't be reused."""
+        ops, views = self.ops, self.views
+        grads = list(map(ops.grad_of, [self.params[j] for j in used]))
+        mine = list(map(ops.is_same, grads, [views[j] for j in used]))
+        none = [j for g, j in zip(grads, used) if g is None]
+        foreign = [j for g, j, m in zip(grads, used, mine) if g is not None and not m]
+        if none and ops.held_elsewhere(self.flats, views, none):
+            return None
+        if can_write and len(none) == len(used):
+            return none, foreign, True
+        fresh = none + foreign
+        if len(fresh) == len(views):
+            for flat in self.flats:
+                ops.zero_(flat)
+        elif fresh:
+            ops.foreach_zero_([views[j] for j in fresh])
+        return none, foreign, False
+
+    def finish(self, plan: tuple[list, list, bool]) -> None:
+        ops, params, views = self.ops, self.params, self.views
+        none, foreign, _ = plan
+        if none:
+            ops.set_grads([params[j] for j in none], [views[j] for j in none])
+        if foreign:
+            ops.foreach_add_([ops.grad_of(params[j]) for j in foreign], [views[j] for j in foreign])
+
+
+def accumulate_eagerly(ops: Ops, params: list, grads: list) -> None:
+    """What AccumulateGrad does, grouped: adopt fresh grads where none exist, add the rest at once."""
+    adopt, dsts, srcs = [], [], []
+    for p, g in zip(params, grads):
+        if g is None:
+            continue
+        current = ops.grad_of(p)
+        if current is None:
+            adopt.append((p, g))
+        else:
+            dsts.append(current)
+            srcs.append(g)
+    if adopt:
+        ops.set_grads(*map(list, zip(*adopt)))
+    if dsts:
+        ops.foreach_add_(dsts, srcs)

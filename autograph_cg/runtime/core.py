@@ -7,10 +7,12 @@ Docs: docs/runtime.md.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
 from . import settings
 from .gradbank import GradBank, accumulate_eagerly
@@ -18,6 +20,23 @@ from .keys import GraphKey, explain_miss
 from .pools import PoolLedger, ledger_for
 from .stats import LayerStats
 from .tree import UnsupportedArgument, flatten, unflatten
+
+
+class _CaptureDepth(threading.local):
+    depth = 0
+
+
+_CAPTURE = _CaptureDepth()
+
+
+@contextlib.contextmanager
+def _capturing() -> Iterator[None]:
+    """Mark this thread as capturing a layer, so wrapped layers inside it run plainly (nested wrapping)."""
+    _CAPTURE.depth += 1
+    try:
+        yield
+    finally:
+        _CAPTURE.depth -= 1
 
 
 class Graph(Protocol):
@@ -176,6 +195,7 @@ class Runner:
         if max_graphs < 1:
             raise ValueError("max_graphs must be >= 1")
         self.ops, self.layer = ops, layer
+        self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.num_warmup_steps, self.max_graphs = num_warmup_steps, max_graphs
         self.backend = backend
         self.stats = LayerStats(name)
@@ -195,6 +215,11 @@ class Runner:
     # ---------------------------------------------------------------- calls
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         ops = self.ops
+        outer = self.outer
+        if _CAPTURE.depth or (outer is not None and outer.stats.disabled_reason is None):
+            # inside another wrapped layer (or its capture): part of its graph, unless that one runs eagerly
+            self.stats.nested_calls += 1
+            return self.layer(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
             return self._eager(args, kwargs, f"disabled by {reason}")
@@ -342,7 +367,7 @@ class Runner:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
-            with ops.capture_stream(backend, device), ops.capture_context():
+            with ops.capture_stream(backend, device), ops.capture_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)
                 out_spec = last_spec[0]
                 fwd = ops.new_graph(backend, device, ledger.pool_for_capture())

@@ -55,6 +55,20 @@ class GraphedLayerBase:
         self.layer = layer
         label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
         self._runner = Runner(self._ops, layer, num_warmup_steps, max_graphs, backend, label)
+        for inner in self._wrapped_inside(layer):  # nested wrapping: the outer graph covers them
+            inner._runner.outer = self._runner
+
+    @classmethod
+    def _wrapped_inside(cls, layer: Any) -> list["GraphedLayerBase"]:
+        """The top-most wrapped layers below `layer` (not below them)."""
+        found, stack = [], list((layer.__dict__.get(cls._children) or {}).values())
+        while stack:
+            sub = stack.pop()
+            if isinstance(sub, GraphedLayerBase):
+                found.append(sub)
+            elif sub is not None:
+                stack.extend((sub.__dict__.get(cls._children) or {}).values())
+        return found
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._runner(args, kwargs)

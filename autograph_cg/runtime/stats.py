@@ -28,6 +28,7 @@ class LayerStats:
     warmup_calls: int = 0
     eager_calls: int = 0
     eager_backwards: int = 0
+    nested_calls: int = 0  # calls while an outer wrapped layer captured: part of the outer graph
     disabled_reason: str | None = None
     fallbacks: Counter = field(default_factory=Counter)
     uid: int = field(default_factory=lambda: next(_ids))
@@ -63,6 +64,7 @@ class LayerStats:
             "warmup_calls": self.warmup_calls,
             "eager_calls": self.eager_calls,
             "eager_backwards": self.eager_backwards,
+            "nested_calls": self.nested_calls,
             "disabled_reason": self.disabled_reason,
             "fallbacks": dict(self.fallbacks),
         }

@@ -1,0 +1,53 @@
+"""A wrapped layer inside another wrapped layer becomes part of the outer graph: no capture inside a capture."""
+
+from __future__ import annotations
+
+from tests.runtime.harness import assert_all_close, close, randn
+from tests.runtime.test_training import B, D, run
+
+
+def _sequential(fw, *layers):
+    if fw.name == "torch":
+        import torch
+
+        return torch.nn.Sequential(*layers)
+    import paddle
+
+    return paddle.nn.Sequential(*layers)
+
+
+def test_nested_wrappers_train_like_eager(fw):
+    ref = _sequential(fw, fw.build("MLP", D), fw.build("MLP", D))
+    twin = fw.twin(ref)
+    inner = fw.wrap(twin[0], num_warmup_steps=1)
+    outer = fw.wrap(_sequential(fw, inner, twin[1]), num_warmup_steps=2)
+    opt_ref, opt_wrapped = fw.sgd(ref, 0.1), fw.sgd(outer, 0.1)
+    for step in range(6):
+        x = randn(B, D)
+        y1, g1 = run(fw, outer, x)
+        y0, g0 = run(fw, ref, x)
+        assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), f"step {step}"
+        assert_all_close(fw.param_grads(outer), fw.param_grads(ref), fw.atol, f"param grads, step {step}")
+        opt_ref.step()
+        opt_wrapped.step()
+        opt_ref.zero_grad(set_to_none=True)
+        opt_wrapped.zero_grad(set_to_none=True)
+    assert outer.stats["captures"] == 1 and outer.stats["forward_replays"] == 4  # 6 calls, 2 of warmup
+    assert inner.stats["nested_calls"] >= 1  # called inside the outer capture, it ran plainly
+    assert not inner.stats["disabled_reason"]
+
+
+def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(fw):
+    ref = _sequential(fw, fw.build("MLP", D), fw.build("Sync", D))
+    twin = fw.twin(ref)
+    inner = fw.wrap(twin[0], num_warmup_steps=1)
+    outer = fw.wrap(_sequential(fw, inner, twin[1]), num_warmup_steps=1)
+    ref.eval()  # Sync's dropout would draw different masks on the two sides
+    outer.eval()
+    for step in range(5):
+        x = randn(B, D)
+        y1, g1 = run(fw, outer, x)
+        y0, g0 = run(fw, ref, x)
+        assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), f"step {step}"
+    assert outer.stats["disabled_reason"]  # the host sync made its capture fail
+    assert inner.stats["captures"] == 1 and inner.stats["forward_replays"] >= 1

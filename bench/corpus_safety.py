@@ -1,0 +1,307 @@
+"""The rewriter never corrupts code: every file the plan touches, checked against an independent AST comparison.
+
+    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--wrap-unknown] [--sample N]
+
+Each corpus distribution (``bench/corpus.py``) goes through ``bench/rewrite_corpus.py``'s run on a scratch
+copy (every rewritten file re-parses, undo restores it byte for byte, a second rewrite changes nothing, a
+fresh analysis sees every wrapper as existing). On top of that, each touched file is rewritten again in
+memory and its AST is compared with the original's node by node: exactly the planned calls may be wrapped,
+in exactly the wrapper's shape, plus one runtime import at the top level; any other difference fails. At
+the end every file of the scratch copy must equal its source. Prints counts; exit status 1 on any failure.
+
+``--sample N`` runs on a fixed sample of N corpus files instead (the CI-sized subset the tests use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from corpus import CorpusRoot, fetch_all, python_files  # noqa: E402
+from rewrite_corpus import Tally, _row, bench_root  # noqa: E402
+
+from autograph_cg.analysis.plan import WrapSite  # noqa: E402
+from autograph_cg.api import Options, analyze  # noqa: E402
+from autograph_cg.rewrite import Unsafe, WrapSettings, rewrite_source  # noqa: E402
+from autograph_cg.sources import decode  # noqa: E402
+
+WRAPPER = "CUDAGraphedLayer"
+RUNTIME = "autograph_cg.runtime"
+SAMPLE_MARKERS = (b"LayerList", b"ModuleList", b"Sequential")
+SAMPLE_MAX_LINES = 1200
+
+
+class Mismatch(Exception):
+    """The first place where the rewritten AST is not the original with the planned calls wrapped."""
+
+
+@dataclass
+class Safety:
+    """One tree's results: the rewrite bench's tally plus the AST comparison and the final byte check."""
+
+    tally: Tally
+    ast_checked: int = 0
+    ast_exact: int = 0
+    wrapped: int = 0  # wrappers the AST comparison counted
+    left_changed: int = 0  # files of the scratch copy that differ from their source at the end
+    ast_s: float = 0.0  # the second analysis, the in-memory rewrite and the comparison
+    problems: tuple[str, ...] = ()
+
+    def failures(self) -> int:
+        return self.tally.failures() + (self.ast_checked - self.ast_exact) + self.left_changed + abs(self.wrapped - self.tally.wrapped)
+
+    def add(self, other: Safety) -> None:
+        self.tally.add(other.tally)
+        self.ast_checked += other.ast_checked
+        self.ast_exact += other.ast_exact
+        self.wrapped += other.wrapped
+        self.left_changed += other.left_changed
+        self.ast_s += other.ast_s
+        self.problems += other.problems
+
+    def row(self, name: str) -> str:
+        return (
+            f"{_row(name, self.tally)}; ast-exact {self.ast_exact}/{self.ast_checked} ({self.wrapped} wrappers), "
+            f"left changed {self.left_changed}; ast check {self.ast_s:.2f}s"
+        )
+
+
+# ----- the AST comparison ----------------------------------------------------------------------------------
+
+
+def _utf8_lines(text: str) -> list[bytes]:
+    """The source's lines as UTF-8 bytes, split where Python's tokenizer splits them (not str.splitlines)."""
+    return [line.encode("utf-8") for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+
+
+def _col(lines: list[bytes], line: int, byte_col: int) -> int:
+    return len(lines[line - 1][:byte_col].decode("utf-8")) + 1
+
+
+def planned_calls(data: bytes, tree: ast.Module, sites: Sequence[WrapSite]) -> set[int]:
+    """`id()` of the call node each site spans; Mismatch when a site spans no call."""
+    lines = _utf8_lines(decode(data))
+    by_span: dict[tuple[int, int, int, int], ast.Call] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.end_lineno is not None and node.end_col_offset is not None:
+            key = (
+                node.lineno,
+                _col(lines, node.lineno, node.col_offset),
+                node.end_lineno,
+                _col(lines, node.end_lineno, node.end_col_offset),
+            )
+            by_span[key] = node
+    out = set()
+    for site in sites:
+        s = site.span
+        node = by_span.get((s.line, s.col, s.end_line, s.end_col))
+        if node is None:
+            raise Mismatch(f"line {s.line}: the site {s.line}:{s.col}-{s.end_line}:{s.end_col} spans no call")
+        out.add(id(node))
+    return out
+
+
+def _is_runtime_import(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.ImportFrom)
+        and stmt.module == RUNTIME
+        and stmt.level == 0
+        and [(a.name, a.asname) for a in stmt.names] == [(WRAPPER, None)]
+    )
+
+
+def _wrapper_inner(node: ast.AST, keywords: tuple[tuple[str, int], ...]) -> ast.AST | None:
+    """The wrapped call when `node` is `CUDAGraphedLayer(<call>, k=v...)` with exactly `keywords`, else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == WRAPPER):
+        return None
+    got = tuple((k.arg, k.value.value if isinstance(k.value, ast.Constant) else None) for k in node.keywords)
+    if len(node.args) != 1 or not isinstance(node.args[0], ast.Call) or got != keywords:
+        return None
+    return node.args[0]
+
+
+class _Compare:
+    def __init__(self, planned: set[int], keywords: tuple[tuple[str, int], ...]) -> None:
+        self.planned = planned
+        self.keywords = keywords
+        self.wrapped = 0
+
+    def node(self, old: ast.AST, new: ast.AST, line: int) -> None:
+        line = getattr(old, "lineno", line)
+        if id(old) in self.planned:
+            inner = _wrapper_inner(new, self.keywords)
+            if inner is not None:
+                self.wrapped += 1
+                new = inner
+        if type(old) is not type(new):
+            raise Mismatch(f"line {line}: {type(old).__name__} became {type(new).__name__}")
+        for name in old._fields:
+            self.value(getattr(old, name, None), getattr(new, name, None), line, name)
+
+    def value(self, old: object, new: object, line: int, name: str) -> None:
+        if isinstance(old, list) and isinstance(new, list):
+            if len(old) != len(new):
+                raise Mismatch(f"line {line}: {name} has {len(new)} items instead of {len(old)}")
+            for a, b in zip(old, new):
+                self.value(a, b, line, name)
+        elif isinstance(old, ast.AST) and isinstance(new, ast.AST):
+            self.node(old, new, line)
+        elif old != new or type(old) is not type(new):
+            raise Mismatch(f"line {line}: {name} {old!r} became {new!r}")
+
+
+def ast_mismatch(original: bytes, new: bytes, sites: Sequence[WrapSite], settings: WrapSettings = WrapSettings()) -> tuple[int, str | None]:
+    """Wrappers added, and the first difference beyond wrapping exactly the planned calls (None when there is none).
+
+    Allowed: a planned call becomes `CUDAGraphedLayer(<the same call>, <settings>)` (or stays as it is, when a
+    pragma keeps it), and one `from autograph_cg.runtime import CUDAGraphedLayer` joins the module's top level
+    when a wrapper was added and the module had none. Everything else must be equal node for node.
+    """
+    old_tree = ast.parse(original)
+    try:
+        new_tree = ast.parse(new)
+    except (SyntaxError, ValueError) as exc:
+        return 0, f"the rewritten source does not parse: {exc}"
+    try:
+        compare = _Compare(planned_calls(original, old_tree, sites), settings.keywords())
+        old_body = [s for s in old_tree.body if not _is_runtime_import(s)]
+        new_body = [s for s in new_tree.body if not _is_runtime_import(s)]
+        compare.value(old_body, new_body, 1, "module body")
+    except Mismatch as exc:
+        return 0, str(exc)
+    had = len(old_tree.body) - len(old_body)
+    added = len(new_tree.body) - len(new_body) - had
+    expected = 1 if compare.wrapped and not had else 0
+    if added != expected:
+        return compare.wrapped, f"{added:+d} runtime imports at the top level, expected {expected:+d}"
+    return compare.wrapped, None
+
+
+def _check_file(path: str, sites: list[WrapSite]) -> tuple[str, int, str | None] | None:
+    """Rewrite one file in memory and compare ASTs; None when the rewriter refuses the file (counted as skipped)."""
+    data = Path(path).read_bytes()
+    try:
+        edit = rewrite_source(data, sites)
+    except Unsafe:
+        return None
+    if edit.new == data:
+        return None
+    wrapped, problem = ast_mismatch(data, edit.new, sites)
+    if problem is None and wrapped != edit.changed:
+        problem = f"{wrapped} wrappers in the AST, the rewriter reported {edit.changed}"
+    return path, wrapped, problem
+
+
+def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_unknown: bool = False) -> Safety:
+    """The rewrite bench on a scratch copy of `root`, then the AST comparison of every touched file and a byte check of all."""
+    tally = bench_root(root, scratch, jobs, wrap_unknown)
+    work = scratch / root.path.name
+    start = time.perf_counter()
+    analysis = analyze([str(work)], Options(jobs=jobs, use_cache=False, wrap_unknown=wrap_unknown))
+    by_path: dict[str, list[WrapSite]] = {}
+    for site in analysis.plan.sites:
+        if not site.existing:
+            by_path.setdefault(site.path, []).append(site)
+    workers = jobs or os.cpu_count() or 1
+    if workers > 1 and len(by_path) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            checked = list(pool.map(_check_file, by_path, by_path.values()))
+    else:
+        checked = [_check_file(p, s) for p, s in by_path.items()]
+    result = Safety(tally, ast_s=time.perf_counter() - start)
+    problems = []
+    for item in checked:
+        if item is None:
+            continue
+        path, wrapped, problem = item
+        result.ast_checked += 1
+        result.wrapped += wrapped
+        if problem is None:
+            result.ast_exact += 1
+        else:
+            problems.append(f"{os.path.relpath(path, work)}: {problem}")
+    for f in sorted(root.path.rglob("*.py")):
+        copy = work / f.relative_to(root.path)
+        if not copy.is_file() or copy.read_bytes() != f.read_bytes():
+            result.left_changed += 1
+            problems.append(f"{f.relative_to(root.path)}: differs from its source after the run")
+    result.problems = tuple(problems)
+    return result
+
+
+# ----- the CI-sized sample ---------------------------------------------------------------------------------
+
+
+def sample_files(roots: Sequence[CorpusRoot], count: int) -> list[tuple[CorpusRoot, Path]]:
+    """A fixed sample: files that build layer containers, not too long, evenly spaced over each distribution."""
+    per_root = [
+        [
+            f
+            for f in python_files([r])
+            if any(m in (data := f.read_bytes()) for m in SAMPLE_MARKERS) and b"def forward" in data and data.count(b"\n") <= SAMPLE_MAX_LINES
+        ]
+        for r in roots
+    ]
+    quota = [0] * len(roots)
+    left = count
+    while left and any(q < len(files) for q, files in zip(quota, per_root)):
+        for i, files in enumerate(per_root):
+            if left and quota[i] < len(files):
+                quota[i] += 1
+                left -= 1
+    return [(root, files[k * len(files) // q]) for root, files, q in zip(roots, per_root, quota) for k in range(q)]
+
+
+def sample_root(files: Sequence[tuple[CorpusRoot, Path]], dest: Path) -> CorpusRoot:
+    """The sampled files as one tree under `dest` (one folder per distribution, paths kept)."""
+    for root, f in files:
+        target = dest / root.path.name / f.relative_to(root.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+    lines = sum(f.read_bytes().count(b"\n") for _, f in files)
+    return CorpusRoot("sample", str(len(files)), dest, "", len(files), lines, ())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=None, help="processes (default: one per core)")
+    parser.add_argument("--corpus", type=Path, default=None, help="corpus cache (default: see bench/corpus.py)")
+    parser.add_argument("--wrap-unknown", action="store_true", help="let the plan wrap classes whose verdict is unknown")
+    parser.add_argument("--sample", type=int, default=0, help="check a fixed sample of N corpus files instead of all")
+    args = parser.parse_args(argv)
+    try:
+        roots = fetch_all(args.corpus)
+    except (RuntimeError, OSError) as exc:
+        print(f"corpus_safety: cannot fetch the corpus: {exc}", file=sys.stderr)
+        return 1
+    total = Safety(Tally())
+    with tempfile.TemporaryDirectory(prefix="autograph-cg-safety-") as tmp:
+        scratch = Path(tmp)
+        if args.sample:
+            roots = [sample_root(sample_files(roots, args.sample), scratch / "sample-src" / "sample")]
+        for root in roots:
+            result = check_root(root, scratch / "work", args.jobs, args.wrap_unknown)
+            print(result.row(f"{root.name}-{root.version}"), flush=True)
+            for line in result.problems:
+                print(f"  {line}", flush=True)
+            total.add(result)
+    print(total.row("total"))
+    failures = total.failures()
+    print(f"checks: {'all held' if failures == 0 else f'{failures} failed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""One validation pass: wrap some layers of a model in memory, run inference and SGD training, keep what came out.
+
+Wrapping happens on live objects (no source is rewritten): the chosen layers are replaced in their
+parent by a `CUDAGraphedLayer`, top-most first, so a graph never holds another.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from autograph_cg.analysis.plan import Plan
+from autograph_cg.runtime import CUDAGraphedLayer
+from autograph_cg.validate.frameworks import Framework
+from autograph_cg.validate.target import Subject
+
+# A layer with the chain of (layer, attribute name) that leads to it from the root: ((root, ""), (blocks, "blocks"), (block, "0")).
+Path = tuple[tuple[Any, str], ...]
+FRAMEWORK_PACKAGES = ("torch", "paddle", "autograph_cg")
+
+
+def qualname(cls: type) -> str:
+    """The name the analyzer gives a class: its module's dotted name and the class name."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def layers(fw: Framework, model: Any) -> list[Path]:
+    """Every layer under `model` (the root included), depth first, each path once."""
+    out: list[Path] = []
+
+    def visit(path: Path) -> None:
+        out.append(path)
+        for name, child in fw.children(path[-1][0]):
+            visit((*path, (child, name)))
+
+    visit(((model, ""),))
+    return out
+
+
+def unwrap(fw: Framework, model: Any) -> Any:
+    """Take out wrappers already in the model (rewritten code), so every pass starts from eager layers."""
+    if isinstance(model, CUDAGraphedLayer):
+        model = model.layer
+    for path in layers(fw, model):
+        module = path[-1][0]
+        for name, child in fw.children(module):
+            if isinstance(child, CUDAGraphedLayer):
+                setattr(module, name, child.layer)
+    return model
+
+
+def wrap_where(
+    fw: Framework, model: Any, pick: Callable[[Path], bool], wrap: Callable[[Any, str], Any]
+) -> tuple[Any, list[Any]]:
+    """Wrap the top-most layers `pick` selects; returns what to call in place of the model, and the wrappers.
+    A layer held in two places gets one wrapper."""
+    made: dict[int, Any] = {}
+
+    def visit(path: Path) -> Any:
+        module = path[-1][0]
+        if pick(path):
+            if id(module) not in made:
+                made[id(module)] = wrap(module, ".".join(name for _, name in path[1:]) or "model")
+            return made[id(module)]
+        for name, child in fw.children(module):
+            new = visit((*path, (child, name)))
+            if new is not child:
+                setattr(module, name, new)
+        return module
+
+    return visit(((model, ""),)), list(made.values())
+
+
+def graphed_share(fw: Framework, model: Any) -> tuple[int, int]:
+    """(layers that run inside a graph, all layers), each layer counted once and wrappers not at all."""
+    inside: dict[int, bool] = {}
+
+    def visit(module: Any, in_graph: bool) -> None:
+        if isinstance(module, CUDAGraphedLayer):
+            in_graph = True
+        else:
+            inside[id(module)] = inside.get(id(module), False) or in_graph
+        for _, child in fw.children(module):
+            visit(child, in_graph)
+
+    visit(model, False)
+    return sum(inside.values()), len(inside)
+
+
+def _same_class(site_class: str, cls: type, package_classes: set[str]) -> bool:
+    """A package class by its exact name; a framework class (`torch.nn.Sequential`) by framework and short name."""
+    name = qualname(cls)
+    if site_class == name:
+        return True
+    if site_class in package_classes:
+        return False
+    return site_class.rsplit(".", 1)[-1] == cls.__name__ and site_class.split(".")[0] == name.split(".")[0]
+
+
+def plan_picker(plan: Plan) -> Callable[[Path], bool]:
+    """Select the layers that `rewrite` would wrap. A site in `Owner.__init__` (`self.x = C(...)`,
+    `self.xs = List([C(...) ...])`) matches a C held there by an instance of Owner or a subclass;
+    a site outside `__init__` (a builder function) matches every C of the package not already inside a
+    graph; such a site of a framework class (`return nn.Sequential(...)`) cannot be told apart and is left out."""
+    package_classes = set(plan.verdicts)
+    owned: dict[tuple[str, str, bool], list[str]] = {}
+    loose: set[str] = set()
+    for site in plan.sites:
+        if site.owner and site.target.startswith("self."):
+            attr = site.target[len("self.") :]
+            item = attr.endswith("[*]")
+            owned.setdefault((site.owner, attr.removesuffix("[*]"), item), []).append(site.wrapped_class)
+        elif not site.owner and site.wrapped_class in package_classes:
+            loose.add(site.wrapped_class)
+
+    def held_by(owner: Any, attr: str, item: bool, cls: type) -> bool:
+        for base in type(owner).__mro__:
+            for site_class in owned.get((qualname(base), attr, item), ()):
+                if _same_class(site_class, cls, package_classes):
+                    return True
+        return False
+
+    def pick(path: Path) -> bool:
+        cls = type(path[-1][0])
+        if len(path) >= 2 and held_by(path[-2][0], path[-1][1], False, cls):
+            return True
+        if len(path) >= 3 and held_by(path[-3][0], path[-2][1], True, cls):
+            return True
+        return qualname(cls) in loose
+
+    return pick
+
+
+def class_picker(name: str) -> Callable[[Path], bool]:
+    """Select every layer whose class is exactly `name` (not its subclasses)."""
+    return lambda path: qualname(type(path[-1][0])) == name
+
+
+@dataclass
+class Trace:
+    """What one pass produced: per inference call and per training step, the outputs as arrays (a
+    training step's loss first), and per training step the gradient of every trainable parameter."""
+
+    outputs: list[list[np.ndarray]] = field(default_factory=list)
+    grads: list[list[np.ndarray | None]] = field(default_factory=list)
+    error: str | None = None
+
+
+def _tensors(fw: Framework, obj: Any) -> list[Any]:
+    if fw.is_tensor(obj):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for item in obj for t in _tensors(fw, item)]
+    if isinstance(obj, dict):
+        return [t for item in obj.values() for t in _tensors(fw, item)]
+    return []
+
+
+def run(fw: Framework, subject: Subject, call: Any, steps: int, seed: int, lr: float) -> Trace:
+    """`steps` inference calls in eval mode, then `steps` SGD steps in train mode, each phase from `seed`."""
+    trace = Trace()
+    params = fw.trainable(subject.model)
+    try:
+        call.eval()
+        fw.seed(seed)
+        with fw.no_grad():
+            for _ in range(steps):
+                trace.outputs.append([fw.numpy(t) for t in _tensors(fw, call(*subject.inputs))])
+        call.train()
+        fw.seed(seed + 1)
+        opt = fw.optimizer(params, lr)
+        for _ in range(steps):
+            opt.zero_grad()
+            outs = call(*subject.inputs)
+            tensors = _tensors(fw, outs)
+            if subject.loss_fn is None:
+                loss = fw.default_loss(tensors)
+            else:
+                loss = subject.loss_fn(subject.model, outs, *subject.inputs)
+            loss.backward()
+            trace.outputs.append([fw.numpy(t) for t in [loss, *tensors]])
+            trace.grads.append([None if fw.grad(p) is None else fw.numpy(fw.grad(p)) for p in params])
+            opt.step()
+    except Exception as exc:  # the model's own code: any error ends the pass and is reported
+        text = str(exc).strip().splitlines()
+        trace.error = f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    return trace
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Largest relative difference (max |got - want| / max |want|) of outputs and losses, and of gradients."""
+
+    outputs: float
+    grads: float
+    bitwise: bool
+
+    def within(self, tolerance: float) -> bool:
+        return self.outputs <= tolerance and self.grads <= tolerance
+
+
+def _relative(got: np.ndarray | None, want: np.ndarray | None) -> tuple[float, bool]:
+    if got is None or want is None:
+        return (0.0, True) if got is None and want is None else (float("inf"), False)
+    if got.shape != want.shape:
+        return float("inf"), False
+    if np.array_equal(got, want, equal_nan=got.dtype.kind in "fc"):
+        return 0.0, True
+    a, b = np.atleast_1d(got).astype(np.float64), np.atleast_1d(want).astype(np.float64)
+    delta = np.abs(a - b)
+    delta[np.isnan(a) & np.isnan(b)] = 0.0
+    if np.isnan(delta).any():
+        return float("inf"), False
+    scale = float(np.abs(b[np.isfinite(b)]).max(initial=0.0))
+    return float(delta.max(initial=0.0)) / max(scale, 1e-30), False
+
+
+def compare(got: Trace, want: Trace) -> Diff:
+    """A pass that stopped early or produced other structures differs infinitely."""
+    worst = {"outputs": 0.0, "grads": 0.0}
+    bitwise = True
+    for kind in worst:
+        mine, ref = getattr(got, kind), getattr(want, kind)
+        if len(mine) != len(ref) or any(len(m) != len(r) for m, r in zip(mine, ref)):
+            worst[kind], bitwise = float("inf"), False
+            continue
+        for m, r in zip(mine, ref):
+            for a, b in zip(m, r):
+                rel, same = _relative(a, b)
+                worst[kind] = max(worst[kind], rel)
+                bitwise = bitwise and same
+    return Diff(worst["outputs"], worst["grads"], bitwise)
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """The runtime's counters summed over the wrappers of one pass."""
+
+    wrapped: int = 0
+    captures: int = 0
+    recaptures: int = 0
+    forward_replays: int = 0
+    backward_replays: int = 0
+    warmup_calls: int = 0
+    eager_calls: int = 0
+    eager_backwards: int = 0
+    disabled: tuple[str, ...] = ()  # distinct reasons a wrapper went eager for good
+    fallbacks: dict[str, int] = field(default_factory=dict)  # eager calls per reason
+
+    @property
+    def calls(self) -> int:
+        return self.warmup_calls + self.eager_calls + self.forward_replays
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "wrapped": self.wrapped,
+            "captures": self.captures,
+            "recaptures": self.recaptures,
+            "forward_replays": self.forward_replays,
+            "backward_replays": self.backward_replays,
+            "warmup_calls": self.warmup_calls,
+            "eager_calls": self.eager_calls,
+            "eager_backwards": self.eager_backwards,
+            "disabled": list(self.disabled),
+            "fallbacks": dict(self.fallbacks),
+        }
+
+
+def run_stats(wrappers: list[Any]) -> RunStats:
+    counts: Counter = Counter()
+    disabled: dict[str, None] = {}
+    fallbacks: Counter = Counter()
+    for wrapper in wrappers:
+        stats = wrapper.stats
+        for key in ("captures", "recaptures", "forward_replays", "backward_replays", "warmup_calls", "eager_calls", "eager_backwards"):
+            counts[key] += stats[key]
+        if stats["disabled_reason"]:
+            disabled[stats["disabled_reason"]] = None
+        fallbacks.update(stats["fallbacks"])
+    return RunStats(len(wrappers), **counts, disabled=tuple(disabled), fallbacks=dict(fallbacks))

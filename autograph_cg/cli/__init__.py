@@ -18,6 +18,7 @@ COMMANDS = {
     "report": "autograph_cg.cli.report:report",
     "explain": "autograph_cg.cli.explain:explain",
     "rules": "autograph_cg.cli.explain:rules",
+    "validate": "autograph_cg.cli.validate:validate",
 }
 
 

@@ -1,0 +1,118 @@
+"""The parts of a validation run that decide: which layers the plan wraps, how runs compare, what a pass amounts to."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autograph_cg.analysis.plan import Plan, WrapSite
+from autograph_cg.analysis.verdicts import Status, Verdict
+from autograph_cg.findings import Span
+from autograph_cg.validate.outcome import Outcome, judge
+from autograph_cg.validate.passes import Diff, RunStats, Trace, compare, plan_picker, qualname, wrap_where
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+class A(nn.Linear):
+    pass
+
+
+class B(nn.Linear):
+    pass
+
+
+class Owner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([A(2, 2), B(2, 2), A(2, 2)])
+        self.head = A(2, 2)
+        self.proj = nn.Sequential(nn.Linear(2, 2))
+
+
+class SubOwner(Owner):
+    """Inherits Owner.__init__: its sites apply here too."""
+
+
+def _site(owner: type | None, target: str, cls: str) -> WrapSite:
+    return WrapSite("m.py", Span(1, 1, 1, 2), cls, qualname(owner) if owner else "", target)
+
+
+def _plan(*sites: WrapSite) -> Plan:
+    classes = (A, B, Owner, SubOwner)
+    verdicts = {qualname(c): Verdict(qualname(c), "m.py", 1, Status.ELIGIBLE) for c in classes}
+    return Plan(tuple(sites), verdicts, ())
+
+
+def _wrapped(model: nn.Module, plan: Plan) -> list[str]:
+    names: list[str] = []
+    wrap_where(_torch_fw(), model, plan_picker(plan), lambda layer, name: names.append(name) or layer)
+    return names
+
+
+def _torch_fw():
+    from autograph_cg.validate.frameworks import TorchFramework
+
+    return TorchFramework()
+
+
+def test_container_sites_match_their_class_only_and_subclass_owners_inherit_them() -> None:
+    plan = _plan(_site(Owner, "self.blocks[*]", qualname(A)), _site(Owner, "self.proj", "torch.nn.Sequential"))
+    for model in (Owner(), SubOwner()):
+        assert _wrapped(model, plan) == ["blocks.0", "blocks.2", "proj"]
+
+
+def test_attribute_sites_check_the_class_built_there() -> None:
+    assert _wrapped(Owner(), _plan(_site(Owner, "self.head", qualname(B)))) == []
+    assert _wrapped(Owner(), _plan(_site(Owner, "self.head", qualname(A)))) == ["head"]
+
+
+def test_builder_sites_match_package_classes_anywhere_but_never_framework_classes() -> None:
+    assert _wrapped(Owner(), _plan(_site(None, "return", qualname(A)))) == ["blocks.0", "blocks.2", "head"]
+    assert _wrapped(Owner(), _plan(_site(None, "return", "torch.nn.Sequential"))) == []
+    # the root too, and then nothing below it: a graph never holds another
+    assert _wrapped(Owner(), _plan(_site(None, "model", qualname(Owner)), _site(None, "x", qualname(A)))) == ["model"]
+
+
+def test_a_layer_held_twice_gets_one_wrapper() -> None:
+    model = Owner()
+    model.blocks[1] = model.head
+    plan = _plan(_site(Owner, "self.head", qualname(A)), _site(Owner, "self.blocks[*]", qualname(A)))
+    call, wrappers = wrap_where(_torch_fw(), model, plan_picker(plan), lambda layer, _: nn.Sequential(layer))
+    assert call is model and len(wrappers) == 3
+    assert model.blocks[1] is model.head and isinstance(model.head, nn.Sequential)
+
+
+def _trace(*outputs: list, grads: list | None = None) -> Trace:
+    return Trace([list(map(np.asarray, o)) for o in outputs], grads or [])
+
+
+def test_compare_is_relative_to_the_reference_and_bitwise_only_when_equal() -> None:
+    want = _trace([[1.0, 2.5]], grads=[[np.ones(2), None]])
+    assert compare(_trace([[1.0, 2.5]], grads=[[np.ones(2), None]]), want) == Diff(0.0, 0.0, True)
+    diff = compare(_trace([[1.0, 2.0]], grads=[[np.ones(2), None]]), want)
+    assert diff == Diff(pytest.approx(0.2), 0.0, False)
+    assert compare(_trace([[1.0, 2.5]], grads=[[np.ones(2), np.ones(1)]]), want).grads == math.inf
+    assert compare(_trace([[1.0, 2.5]], [[1.0, 2.5]]), want).outputs == math.inf  # a pass of another length
+    assert compare(_trace([[np.nan, 1.0]]), _trace([[np.nan, 1.0]])) == Diff(0.0, 0.0, True)
+    assert compare(_trace([[np.nan, 1.0]]), _trace([[0.0, 1.0]])).outputs == math.inf
+
+
+@pytest.mark.parametrize(
+    ("stats", "diff", "error", "outcome"),
+    [
+        (RunStats(1, captures=1, disabled=("capture failed: X",)), Diff(1.0, 1.0, False), "E: boom", Outcome.ERROR),
+        (RunStats(1, captures=1, disabled=("capture failed: X",)), Diff(1.0, 1.0, False), None, Outcome.FAILED),
+        (RunStats(1, captures=1, forward_replays=3), Diff(0.5, 0.0, False), None, Outcome.MISMATCH),
+        (RunStats(1, captures=1, forward_replays=3), Diff(1e-6, 0.0, False), None, Outcome.CAPTURED),
+        (RunStats(1), Diff(0.0, 0.0, True), None, Outcome.NOT_CALLED),
+        (RunStats(1, eager_calls=5, fallbacks={"unsupported argument": 5}), Diff(0.0, 0.0, True), None, Outcome.EAGER),
+        (RunStats(1, warmup_calls=2), Diff(0.0, 0.0, True), None, Outcome.WARMUP),
+        (RunStats(0), Diff(0.0, 0.0, True), None, Outcome.NOTHING),
+    ],
+)
+def test_the_worst_thing_that_happened_decides(stats: RunStats, diff: Diff, error: str | None, outcome: Outcome) -> None:
+    assert judge(stats, diff, error, 1e-3).outcome is outcome

@@ -68,7 +68,7 @@ class Package:
         self._class_memo: dict[str, Verdict] = {}
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
-        self.shallow_reached: set[str] = set()  # files reached from a forward whose bodies were not walked yet
+        self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -209,6 +209,8 @@ class Package:
         self.reached.add((owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
         self._touch(module)
+        if not function.walked:
+            self.shallow_reached.add(module.path)
         step = function.qualname
         result = _Result()
         for finding in function.findings:

@@ -37,6 +37,7 @@ class FunctionFacts:
     calls: tuple[CallRef, ...] = ()
     findings: tuple[Finding, ...] = ()
     writes_self: tuple[str, ...] = ()  # attributes assigned on self (for per-call state detection)
+    walked: bool = True  # False: the body was not walked, so calls and findings are unknown
 
 
 @dataclass(frozen=True)
@@ -75,4 +76,5 @@ class ModuleFacts:
     functions: dict[str, FunctionFacts]
     sites: tuple[SiteFacts, ...] = ()  # module-level and plain-function constructions (`model = Net(cfg)`)
     lines: int = 0
-    deep: bool = True  # function bodies walked; if not, their calls and findings are not in these facts
+    deep: bool = True  # sublayer sites and the bodies forward reaches within the file were indexed
+    complete: bool = True  # every function body was walked

@@ -6,6 +6,7 @@ Pure: no file system access, nothing imported or executed from the analyzed code
 from __future__ import annotations
 
 import ast
+import re
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.context import FunctionContext, param_kind
@@ -29,33 +30,38 @@ def index_source(
 ) -> ModuleFacts:
     """Facts of one file. Raises SyntaxError (and ValueError for NUL bytes) like `ast.parse`.
 
-    Function bodies are walked (`deep`) by default only in files that define a `forward`: elsewhere the
-    facts list classes and functions without calls, findings or sublayers, and the eligibility pass asks
-    for a deep index of the few such files that forward code reaches (helpers in `utils.py`, mixins).
+    `deep=True` walks every function body. By default (`None`) only what can run inside a graph is walked:
+    in a file that defines a `forward`, the forward methods and the methods and functions of the same file
+    they call, transitively; in other files nothing. Facts mark what was not walked, and the eligibility
+    pass asks for a full index of the few files where forward code reaches such a function.
     """
     if tree is None:
         tree = ast.parse(text, filename=path)
-    if deep is None:
-        deep = "forward" in text
+    reachable = deep is True or (deep is None and "forward" in text)
     scope = ModuleScope(path, module, is_package, text, tree)
     if "autograph-cg:" in text:
         scope.suppressions = scan(scope.lines)
-    classes: dict[str, ClassFacts] = {}
-    functions: dict[str, FunctionFacts] = {}
+    builders: dict[str, _ClassBuilder] = {}
+    function_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     module_sites: list[SiteFacts] = []
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
-            facts = _class(scope, statement, deep)
-            classes[statement.name] = facts
+            builders[statement.name] = _ClassBuilder(scope, statement, reachable)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if deep:
-                ctx = FunctionContext(scope, None, statement.name)
-                functions[statement.name] = _suppressed(scope, ctx.run(statement, is_method=False))
-            else:
-                functions[statement.name] = FunctionFacts(statement.name, statement.name, statement.lineno)
+            function_nodes[statement.name] = statement
             module_sites.extend(SiteCollector(scope, None, statement).plain_sites(statement.body))
         else:
             module_sites.extend(SiteCollector(scope, None, None).plain_sites([statement]))
+    walker = _Walker(scope, builders, function_nodes)
+    if deep is True:
+        walker.walk_everything()
+    elif reachable:
+        walker.walk_from_forward()
+    classes = {name: builder.facts(walker) for name, builder in builders.items()}
+    functions = {
+        name: walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False)
+        for name, node in function_nodes.items()
+    }
     return ModuleFacts(
         path=path,
         module=module,
@@ -65,8 +71,139 @@ def index_source(
         functions=functions,
         sites=tuple(module_sites),
         lines=text.count("\n") + 1,
-        deep=deep,
+        deep=reachable,
+        complete=deep is True or not (function_nodes or any(b.methods for b in builders.values())),
     )
+
+
+class _ClassBuilder:
+    """One class: its sublayer sites (when indexed deeply) and its methods, walked on demand."""
+
+    def __init__(self, scope: ModuleScope, node: ast.ClassDef, reachable: bool) -> None:
+        self.scope = scope
+        self.node = node
+        self.cls = ClassScope(f"{scope.module}.{node.name}")
+        self.methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
+            s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name != "__init__"
+        }
+        init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
+        self.collector = SiteCollector(scope, self.cls, init if reachable else None, {**self.methods, **({"__init__": init} if init else {})})
+        self.sites = self.collector.init_sites()
+        self.walked: dict[str, FunctionFacts] = {}
+        self.contexts: list[FunctionContext] = []
+        self.bases = [_dotted(scope, base) or ast.unparse(base) for base in node.bases]
+
+    def walk(self, name: str) -> FunctionFacts:
+        method = self.methods[name]
+        decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in method.decorator_list}
+        ctx = FunctionContext(self.scope, self.cls, f"{self.node.name}.{name}")
+        facts = ctx.run(method, is_method="staticmethod" not in decorators)
+        self.walked[name] = facts
+        self.contexts.append(ctx)
+        return facts
+
+    def facts(self, walker: "_Walker") -> ClassFacts:
+        unwalked = [m for name, m in self.methods.items() if name not in self.walked]
+        _per_call_state(self.scope, self.contexts, self.walked, _text_self_writes(self.scope, unwalked))
+        methods = {
+            name: _suppressed(self.scope, self.walked[name])
+            if name in self.walked
+            else FunctionFacts(name, f"{self.node.name}.{name}", node.lineno, walked=False)
+            for name, node in self.methods.items()
+        }
+        return ClassFacts(
+            name=self.node.name,
+            qualname=self.cls.qualname,
+            line=self.node.lineno,
+            bases=tuple(self.bases),
+            methods=methods,
+            sites=tuple(self.sites),
+            attr_classes={k: tuple(v) for k, v in self.collector.attr_classes.items()},
+            attr_defaults=dict(self.collector.attr_defaults),
+            skipped=_is_skipped(self.scope, self.node),
+        )
+
+
+class _Walker:
+    """Walks function bodies: all of them, or those reachable from forward methods within this file."""
+
+    def __init__(
+        self,
+        scope: ModuleScope,
+        builders: dict[str, _ClassBuilder],
+        function_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    ) -> None:
+        self.scope = scope
+        self.builders = builders
+        self.function_nodes = function_nodes
+        self.functions: dict[str, FunctionFacts] = {}
+
+    def walk_everything(self) -> None:
+        for builder in self.builders.values():
+            for name in builder.methods:
+                builder.walk(name)
+        for name in self.function_nodes:
+            self._function(name)
+
+    def walk_from_forward(self) -> None:
+        work: list[tuple[str | None, str]] = [(c, "forward") for c, b in self.builders.items() if "forward" in b.methods]
+        while work:
+            owner, name = work.pop()
+            if owner is None:
+                if name in self.functions or name not in self.function_nodes:
+                    continue
+                facts = self._function(name)
+            else:
+                builder = self.builders[owner]
+                if name in builder.walked:
+                    continue
+                facts = builder.walk(name)
+            work.extend(self._callees(owner, facts))
+
+    def _function(self, name: str) -> FunctionFacts:
+        ctx = FunctionContext(self.scope, None, name)
+        facts = _suppressed(self.scope, ctx.run(self.function_nodes[name], is_method=False))
+        self.functions[name] = facts
+        return facts
+
+    def _callees(self, owner: str | None, facts: FunctionFacts) -> list[tuple[str | None, str]]:
+        found: list[tuple[str | None, str]] = []
+        prefix = self.scope.module + "."
+        for call in facts.calls:
+            if call.kind == "name" and call.target.startswith(prefix):
+                found.append((None, call.target[len(prefix) :]))
+            elif call.kind in ("self", "super") and owner is not None:
+                for cls in self._lineage(owner, skip_self=call.kind == "super"):
+                    if call.target in self.builders[cls].methods:
+                        found.append((cls, call.target))
+                        break
+        return found
+
+    def _lineage(self, owner: str, skip_self: bool) -> list[str]:
+        """The class and its bases defined in this file, nearest first."""
+        order, queue = [], [owner]
+        while queue:
+            current = queue.pop(0)
+            if current in order or current not in self.builders:
+                continue
+            order.append(current)
+            prefix = self.scope.module + "."
+            queue.extend(b[len(prefix) :] for b in self.builders[current].bases if b.startswith(prefix))
+        return order[1:] if skip_self else order
+
+
+_SELF_WRITE = re.compile(r"\bself\.(\w+)\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
+
+
+def _text_self_writes(scope: ModuleScope, methods: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> set[str]:
+    """Attributes that methods not walked assign on `self`, read from their text (cheaper than a walk)."""
+    written: set[str] = set()
+    lines = scope.lines
+    for method in methods:
+        for text in lines[method.lineno - 1 : (method.end_lineno or method.lineno)]:
+            if "self." in text:
+                written.update(_SELF_WRITE.findall(text))
+    return written
 
 
 def _suppressed(scope: ModuleScope, facts: FunctionFacts) -> FunctionFacts:
@@ -85,47 +222,11 @@ def _is_skipped(scope: ModuleScope, node: ast.ClassDef) -> bool:
     return any(scope.suppressions.skipped(line) for line in lines)
 
 
-def _class(scope: ModuleScope, node: ast.ClassDef, deep: bool) -> ClassFacts:
-    qualname = f"{scope.module}.{node.name}"
-    cls = ClassScope(qualname)
-    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
-        s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    collector = SiteCollector(scope, cls, methods.get("__init__") if deep else None, methods)
-    sites = collector.init_sites()
-    method_facts: dict[str, FunctionFacts] = {}
-    contexts: list[FunctionContext] = []
-    for name, method in methods.items():
-        if name == "__init__":  # builders it calls are walked too: forward may call them as well
-            continue
-        if not deep:
-            method_facts[name] = FunctionFacts(name, f"{node.name}.{name}", method.lineno)
-            continue
-        decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in method.decorator_list}
-        ctx = FunctionContext(scope, cls, f"{node.name}.{name}")
-        method_facts[name] = ctx.run(method, is_method="staticmethod" not in decorators)
-        contexts.append(ctx)
-    _per_call_state(scope, contexts, method_facts)
-    bases = []
-    for base in node.bases:
-        qual = _dotted(scope, base)
-        bases.append(qual if qual is not None else ast.unparse(base))
-    return ClassFacts(
-        name=node.name,
-        qualname=qualname,
-        line=node.lineno,
-        bases=tuple(bases),
-        methods={name: _suppressed(scope, facts) for name, facts in method_facts.items()},
-        sites=tuple(sites),
-        attr_classes={k: tuple(v) for k, v in collector.attr_classes.items()},
-        attr_defaults=dict(collector.attr_defaults),
-        skipped=_is_skipped(scope, node),
-    )
-
-
-def _per_call_state(scope: ModuleScope, contexts: list[FunctionContext], facts: dict[str, FunctionFacts]) -> None:
+def _per_call_state(
+    scope: ModuleScope, contexts: list[FunctionContext], facts: dict[str, FunctionFacts], written_elsewhere: set[str]
+) -> None:
     """AG504: a condition on `self.X` where some method other than `__init__` assigns `self.X`."""
-    written = set().union(*(ctx.writes_self for ctx in contexts)) if contexts else set()
+    written = set(written_elsewhere).union(*(ctx.writes_self for ctx in contexts))
     rule = RULES["AG504"]
     for ctx in contexts:
         before = len(ctx.findings)

@@ -186,7 +186,7 @@ def index_files(
 ) -> tuple[list[ModuleFacts], list[SourceError]]:
     """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
 
-    `deep=True` asks for walked function bodies (a cached shallow entry is then a miss). The caller saves
+    `deep=True` asks for every function body walked (a cached partial entry is then a miss). The caller saves
     the cache once its run is over."""
     facts: list[ModuleFacts] = []
     errors: list[SourceError] = []
@@ -196,7 +196,7 @@ def index_files(
         progress.start(len(stamped))
     for source, key, stamp in stamped:
         hit = cache.get(key, stamp)
-        if hit is not None and (hit.deep or not deep):
+        if hit is not None and (hit.complete or not deep):
             facts.append(hit)
             continue
         misses.append((source.path, source.real or os.path.realpath(source.path), source.module, source.is_package, deep))

@@ -93,3 +93,21 @@ def test_helpers_in_files_without_forward_are_analyzed_when_reached(tmp_path):
         analysis = analyze([str(pkg)], Options(use_cache=cache is not None, cache_dir=cache))
         assert [(f.path.rsplit("/", 1)[1], f.line, f.code) for f in analysis.findings] == [("utils.py", 2, "AG101")]
         assert analysis.plan.verdicts["pkg.net.Net"].status.value == "ineligible"
+
+
+def test_a_method_only_another_file_reaches_is_walked_when_reached(tmp_path):
+    """helper.py has a forward, but `peak` is not reached from it: walked only once net.py's forward calls it."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text(
+        "import torch\n\n\nclass Helper(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "    def peak(self, x):\n        return x.max().item()\n\n    def unused(self, x):\n        return x.numpy()\n"
+    )
+    (pkg / "net.py").write_text(
+        "import torch\nfrom .helper import Helper\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.h = Helper()\n\n    def forward(self, x):\n        return x / self.h.peak(x)\n"
+    )
+    analysis = analyze([str(pkg)], Options(use_cache=False))
+    assert [(f.path.rsplit("/", 1)[1], f.line, f.code) for f in analysis.findings] == [("helper.py", 9, "AG101")]
+    assert {q.rsplit(".", 1)[1]: v.status.value for q, v in analysis.plan.verdicts.items()} == {"Helper": "eligible", "Net": "ineligible"}

@@ -35,10 +35,9 @@ from rewrite_corpus import Tally, _row, bench_root  # noqa: E402
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
 from autograph_cg.rewrite import Unsafe, WrapSettings, rewrite_source  # noqa: E402
+from autograph_cg.rewrite.shape import WRAPPER, ast_is_runtime_import  # noqa: E402
 from autograph_cg.sources import decode  # noqa: E402
 
-WRAPPER = "CUDAGraphedLayer"
-RUNTIME = "autograph_cg.runtime"
 SAMPLE_MARKERS = (b"LayerList", b"ModuleList", b"Sequential")
 SAMPLE_MAX_LINES = 1200
 
@@ -113,15 +112,6 @@ def planned_calls(data: bytes, tree: ast.Module, sites: Sequence[WrapSite]) -> s
     return out
 
 
-def _is_runtime_import(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.ImportFrom)
-        and stmt.module == RUNTIME
-        and stmt.level == 0
-        and [(a.name, a.asname) for a in stmt.names] == [(WRAPPER, None)]
-    )
-
-
 def _wrapper_inner(node: ast.AST, keywords: tuple[tuple[str, int], ...]) -> ast.AST | None:
     """The wrapped call when `node` is `CUDAGraphedLayer(<call>, k=v...)` with exactly `keywords`, else None."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == WRAPPER):
@@ -176,8 +166,8 @@ def ast_mismatch(original: bytes, new: bytes, sites: Sequence[WrapSite], setting
         return 0, f"the rewritten source does not parse: {exc}"
     try:
         compare = _Compare(planned_calls(original, old_tree, sites), settings.keywords())
-        old_body = [s for s in old_tree.body if not _is_runtime_import(s)]
-        new_body = [s for s in new_tree.body if not _is_runtime_import(s)]
+        old_body = [s for s in old_tree.body if not ast_is_runtime_import(s)]
+        new_body = [s for s in new_tree.body if not ast_is_runtime_import(s)]
         compare.value(old_body, new_body, 1, "module body")
     except Mismatch as exc:
         return 0, str(exc)

@@ -116,3 +116,14 @@ def test_compare_is_relative_to_the_reference_and_bitwise_only_when_equal() -> N
 )
 def test_the_worst_thing_that_happened_decides(stats: RunStats, diff: Diff, error: str | None, outcome: Outcome) -> None:
     assert judge(stats, diff, error, 1e-3).outcome is outcome
+
+
+def test_rounding_noise_of_a_zero_gradient_is_measured_against_its_step() -> None:
+    """A bias whose gradient is zero in exact arithmetic holds noise like 1e-10 in both runs."""
+    want = _trace([[0.0]], grads=[[np.array([1.2e-10]), np.array([0.5, -0.25])]])
+    got = _trace([[0.0]], grads=[[np.array([-0.9e-10]), np.array([0.5, -0.25])]])
+    assert compare(got, want).grads == pytest.approx(2.1e-10 / (1e-4 * 0.5))
+    # a real error in a small tensor still counts at its own scale
+    got = _trace([[0.0]], grads=[[np.array([2.4e-4]), np.array([0.5, -0.25])]])
+    want = _trace([[0.0]], grads=[[np.array([1.2e-4]), np.array([0.5, -0.25])]])
+    assert compare(got, want).grads == pytest.approx(1.0)

@@ -3,9 +3,12 @@
 A module has leaf layers (framework sublayers only), a block holding them in LayerList/ModuleList and
 Sequential containers built with comprehensions (nested ones too), and a top model; around that it draws
 what a rewrite must keep and the analyzer must see through: header and coding comments, docstrings with
-string prefixes, decorators, comment lines at any indentation, trailing comments, multi-line, parenthesized,
+string prefixes, decorators (on classes and on forward), `# autograph-cg: skip` pragmas, comment lines at any indentation, trailing comments, multi-line, parenthesized,
 backslash-continued and semicolon-joined assignments, odd spacing, non-ASCII text, tabs or spaces, CRLF,
 a BOM or a Latin-1 declaration, and no newline at the end.
+
+Leaves hold framework sublayers only: package layers inside the items of a Sequential that gets wrapped
+whole meet a known re-plan bug (the strict xfails in test_corpus_safety.py); extend the leaves once it is fixed.
 
 `Generated.expected` holds the findings the analyzer must report, as (code, line); empty for clean code.
 """
@@ -31,6 +34,7 @@ FRAMEWORKS = {
             ["import paddle", "from paddle import nn", "from paddle.nn import functional as F"],
         ],
         "leaves": ["nn.Linear(d, d)", "nn.LayerNorm(d)", "nn.Dropout(0.1)", "nn.GELU()"],
+        "no_grad": "@paddle.no_grad()",
         "ops": ["x = paddle.tanh(x)", "x = F.relu(x) * 2.0 + 1.0", "x = x.reshape([x.shape[0], -1])", "x = paddle.concat([x, x], axis=-1)[..., : x.shape[-1]]"],
     },
     "torch": {
@@ -42,6 +46,7 @@ FRAMEWORKS = {
             ["import torch", "from torch import nn", "from torch.nn import functional as F"],
         ],
         "leaves": ["nn.Linear(d, d)", "nn.LayerNorm(d)", "nn.Dropout(0.1)", "nn.GELU()"],
+        "no_grad": "@torch.no_grad()",
         "ops": ["x = torch.tanh(x)", "x = F.relu(x) * 2.0 + 1.0", "x = x.reshape(x.shape[0], -1)", "x = torch.cat([x, x], dim=-1)[..., : x.shape[-1]]"],
     },
 }
@@ -132,7 +137,7 @@ class Writer:
 
     def assign(self, level: int, target: str, call: str) -> None:
         """`target = call` in one of the layouts a rewrite must keep intact."""
-        layout = self.draw(st.integers(0, 7))
+        layout = self.draw(st.integers(0, 8))
         name, _, args = call.partition("(")
         args = args[:-1]
         if layout == 1:
@@ -151,6 +156,8 @@ class Writer:
             self.line(level, f"{target}   =   {name}( {args} )" if args else f"{target} = {name}( )")
         elif layout == 6:
             self.line(level, f"{target} = {call}  # {self.text()}")
+        elif layout == 7:
+            self.line(level, f"{target} = {call}  # autograph-cg: skip")
         else:
             self.line(level, f"{target} = {call}")
 
@@ -182,6 +189,8 @@ def modules(draw: st.DrawFn, framework: str, hazardous: bool) -> Generated:
     expected: set[tuple[str, int]] = set()
 
     def forward(cls: str, calls: list[str]) -> None:
+        if decorated and draw(st.booleans()):
+            w.line(1, spec["no_grad"])
         w.line(1, "def forward(self, x, mask=None):")
         for _ in range(draw(st.integers(0, 2))):
             w.line(2, draw(st.sampled_from(spec["ops"] + HOST + (LEAF_HOST if cls.startswith("Leaf") else []))))

@@ -1,0 +1,70 @@
+"""Analyzer bugs that `validate` found on real code (timm 1.0.31), reduced to a few lines each.
+
+Each test states what the analyzer should say and is marked `xfail(strict=True)` while it says
+otherwise: fixing the analyzer turns the test into an unexpected pass, which fails until the marker
+goes. The run-time half (the class captures and matches eager) is checked without the marker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograph_cg.api import Options, analyze
+from tests.validate.helpers import report, table
+
+# timm's `checkpoint_seq` (timm/models/_manipulate.py:263) builds its segments with a closure over
+# host ints; every timm model whose forward_features can call it (ResNet, VisionTransformer, MlpMixer,
+# ...) is ineligible for this one finding.
+SEGMENTS = '''
+import torch
+import torch.nn as nn
+
+
+def run_segment(start, end, functions):
+    def forward(x):
+        for j in range(start, end + 1):
+            x = functions[j](x)
+        return x
+    return forward
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        return run_segment(0, len(self.layers) - 1, self.layers)(x)
+
+
+def make():
+    torch.manual_seed(0)
+    return Stack(), (torch.randn(2, 4),)
+'''
+
+
+@pytest.fixture
+def segments(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny_segments.py"
+    path.write_text(SEGMENTS)
+    return path
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzer bug: in a nested function, the enclosing function's parameters count as tensors "
+    "even where every call passes host ints, so `range(start, end + 1)` is AG305",
+)
+def test_closure_over_host_ints_is_not_a_tensor_loop(segments: Path) -> None:
+    analysis = analyze([str(segments)], Options(use_cache=False, jobs=1))
+    assert [f.code for f in analysis.findings] == []
+    assert analysis.plan.verdicts["tiny_segments.Stack"].status.value == "eligible"
+
+
+def test_the_closure_over_host_ints_captures_fine(segments: Path) -> None:
+    pytest.importorskip("torch")
+    code, data = report("tiny_segments:make", "--path", str(segments.parent))
+    assert code == 0
+    assert table(data)["tiny_segments.Stack"][1] == "captured"  # a missed opportunity until the bug is fixed

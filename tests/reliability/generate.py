@@ -35,7 +35,15 @@ FRAMEWORKS = {
         ],
         "leaves": ["nn.Linear(d, d)", "nn.LayerNorm(d)", "nn.Dropout(0.1)", "nn.GELU()"],
         "no_grad": "@paddle.no_grad()",
-        "ops": ["x = paddle.tanh(x)", "x = F.relu(x) * 2.0 + 1.0", "x = x.reshape([x.shape[0], -1])", "x = paddle.concat([x, x], axis=-1)[..., : x.shape[-1]]"],
+        "ops": [
+            "x = paddle.tanh(x)",
+            "x = F.relu(x) * 2.0 + 1.0",
+            "x = x.reshape([x.shape[0], -1])",
+            "x = paddle.concat([x, x], axis=-1)[..., : x.shape[-1]]",
+            "x = paddle.where(x > 0, x, paddle.zeros_like(x))",
+            "q, k = paddle.split(x, 2, axis=-1)\nx = paddle.concat([q * k, k], axis=-1)",
+            "x = paddle.cast(x, 'float32') + paddle.arange(x.shape[-1]).astype('float32')",
+        ],
     },
     "torch": {
         "base": "nn.Module",
@@ -47,7 +55,15 @@ FRAMEWORKS = {
         ],
         "leaves": ["nn.Linear(d, d)", "nn.LayerNorm(d)", "nn.Dropout(0.1)", "nn.GELU()"],
         "no_grad": "@torch.no_grad()",
-        "ops": ["x = torch.tanh(x)", "x = F.relu(x) * 2.0 + 1.0", "x = x.reshape(x.shape[0], -1)", "x = torch.cat([x, x], dim=-1)[..., : x.shape[-1]]"],
+        "ops": [
+            "x = torch.tanh(x)",
+            "x = F.relu(x) * 2.0 + 1.0",
+            "x = x.reshape(x.shape[0], -1)",
+            "x = torch.cat([x, x], dim=-1)[..., : x.shape[-1]]",
+            "x = torch.where(x > 0, x, torch.zeros_like(x)).masked_fill(x < -1, 0.0)",
+            "q, k = x.chunk(2, dim=-1)\nx = torch.cat([q * k, k], dim=-1)",
+            "with torch.no_grad():\n    x = x.float() + torch.arange(x.shape[-1], device=x.device)",
+        ],
     },
 }
 # Host-only statements that must never be reported inside forward.
@@ -56,6 +72,9 @@ HOST = [
     "if mask is not None:\n    x = x * mask",
     "n = x.shape[0]\nif n > 1:\n    x = x + 0.5",
     "tag = r'\\d+' + u'é' + f\"{x.ndim}\"",
+    "if x.ndim == 3:\n    x = x[:, 0]\nx = x[..., None].flatten(1)",
+    "x = x if self.training else x * (x.shape[-1] ** -0.5)",
+    "out = {'a': x, 'b': [x, x]}\nx = out['a'] + sum(out['b'])",
 ]
 LEAF_HOST = ["for i in range(len(self.extra)):\n    x = x + i", "x = self.scale(x)"]  # a leaf's own attributes
 EXAMPLES: Counter[str] = Counter()  # examples run per test, printed by conftest

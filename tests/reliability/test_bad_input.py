@@ -385,7 +385,6 @@ def test_five_megabyte_file(root: Path) -> None:
 # ----- known bugs: strict xfails, so a fix turns them into failures that ask for the mark to go ------------
 
 
-@pytest.mark.xfail(strict=True, reason="sources.discover lists a FIFO named *.py found while walking a folder; reading it blocks")
 def test_fifo_inside_a_folder_is_not_opened(root: Path) -> None:
     fifo = root / "pkg" / "pipe.py"
     os.mkfifo(fifo)
@@ -411,7 +410,6 @@ def test_fifo_inside_a_folder_is_not_opened(root: Path) -> None:
     assert proc.returncode == 1 and len(lines_naming(err, "pipe.py")) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="sources.discover follows a *.py symlink to a device; the read of /dev/zero never ends")
 def test_symlink_to_a_device_inside_a_folder_is_not_read(root: Path) -> None:
     os.symlink("/dev/zero", root / "pkg" / "zero.py")
     code, _, err = run_process("lint", "pkg", cwd=root, memory=1 << 30)  # the bug ends in MemoryError, not the machine
@@ -419,7 +417,6 @@ def test_symlink_to_a_device_inside_a_folder_is_not_read(root: Path) -> None:
     assert len(lines_naming(err, "zero.py")) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="analysis/scope.py splits lines with str.splitlines(), which also splits at form feeds")
 def test_form_feed_before_a_non_ascii_line_keeps_columns_and_sites(root: Path) -> None:
     text = LAYERS.replace("import paddle.nn as nn\n", "import paddle.nn as nn\n# page\x0cbreak\n").replace(
         "        self.mlp = MLP()", '        s = "éé"; self.mlp = MLP()'

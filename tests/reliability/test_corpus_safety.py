@@ -125,7 +125,6 @@ def test_corpus_sample_rewrites_safely(corpus_sample: safety.Safety) -> None:
     assert corpus_sample.left_changed == 0, detail
 
 
-@pytest.mark.xfail(strict=True, reason="plan: after a Sequential is wrapped whole, a fresh plan wraps its items' sublayers (nested graphs)")
 def test_corpus_sample_rewrite_is_idempotent(corpus_sample: safety.Safety) -> None:
     t = corpus_sample.tally
     assert t.stable == t.changed and t.replan_changes == 0, corpus_sample.row("sample")
@@ -164,7 +163,6 @@ class Net(nn.Layer):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="plan: `CUDAGraphedLayer(nn.Sequential(*[Block() ...]))` does not put Block inside a graph on the next run")
 def test_a_sequential_wrapped_whole_keeps_its_items_inside_the_graph(tmp_path: Path) -> None:
     pkg = tmp_path / "src" / "pkg"
     pkg.mkdir(parents=True)

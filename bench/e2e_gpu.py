@@ -1,6 +1,6 @@
 """End to end on a GPU: rewrite real model packages, train and run them graphed, compare with eager.
 
-Three steps, the first here (it needs libcst), the others on the GPU machine (they need only torch):
+Two steps, the first here (it needs libcst), the second on the GPU machine (it needs only torch):
 
     python bench/e2e_gpu.py prepare                  # timm 1.0.31 + fixtures/torch_lm -> .carry/e2e/{eager,graphed,unknown}
     python bench/e2e_gpu.py run --validate --json e2e.json
@@ -8,10 +8,12 @@ Three steps, the first here (it needs libcst), the others on the GPU machine (th
 `prepare` copies timm 1.0.31 (from the corpus cache, fetched with pip where missing) and the repo's
 PyTorch fixture package three times: `eager` untouched, `graphed` rewritten by `autograph-cg rewrite`,
 `unknown` rewritten with `--wrap-unknown` (which also wraps classes whose verdict is unknown).
-`run` trains each model (random init from a seed, no pretrained weights) in one process per copy:
-inference outputs after the graphs are captured, then STEPS SGD steps; it compares the loss curves and
-the outputs with the eager copy's, and prints per model and copy the share of layer instantiations
-inside graphs, step times, speedups, peak memory and the runtime's fallbacks with their reasons.
+`run` runs each model (random init from a seed, no pretrained weights) in one process per copy, plus
+`whole`: the eager copy with the whole model wrapped by hand in one CUDAGraphedLayer (what `validate`
+finds capturable at the root). Inference outputs after the graphs are captured, then STEPS SGD steps;
+it compares the loss curves and the outputs with the eager run's, and prints per model and run the
+share of layer instantiations inside graphs, step times, speedups, peak memory and the runtime's
+fallbacks with their reasons.
 `--validate` also runs `autograph-cg validate` on each model (on the eager copy) and lists where the
 analyzer's verdicts and the run disagree. Without a GPU it runs on the CPU stand-in (for debugging).
 """
@@ -37,10 +39,12 @@ MODELS: dict[str, tuple[int, str]] = {
     "resnet18": (8, "timm resnet18, {batch}x3x224x224"),
     "vit_tiny_patch16_224": (8, "timm vit_tiny_patch16_224, {batch}x3x224x224"),
     "convnext_atto": (8, "timm convnext_atto, {batch}x3x224x224"),
-    "mixer_s16_224": (8, "timm mixer_s16_224, {batch}x3x224x224"),
     "torch_lm": (8, "fixtures/torch_lm, {batch}x64 tokens"),
+    "mixer_s16_224": (8, "timm mixer_s16_224, {batch}x3x224x224"),
 }
-VARIANTS = {"eager": None, "graphed": [], "unknown": ["--wrap-unknown"]}  # copy -> rewrite flags
+COPIES = {"eager": None, "graphed": [], "unknown": ["--wrap-unknown"]}  # prepared copy -> rewrite flags
+# run -> (copy, wrap the whole model by hand): "whole" is what `validate` finds capturable at the root
+RUNS = {"eager": ("eager", False), "graphed": ("graphed", False), "unknown": ("unknown", False), "whole": ("eager", True)}
 TOLERANCE = 1e-3  # largest relative difference of a loss or an output that still counts as identical
 LM_SEQ = 64
 
@@ -55,7 +59,7 @@ def prepare(target: Path) -> dict[str, Any]:
     if target.exists():
         shutil.rmtree(target)
     summary: dict[str, Any] = {}
-    for variant, flags in VARIANTS.items():
+    for variant, flags in COPIES.items():
         dest = target / variant
         shutil.copytree(timm_root, dest / "timm", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(REPO / "fixtures" / "torch_lm", dest / "torch_lm", ignore=shutil.ignore_patterns("__pycache__"))
@@ -107,13 +111,13 @@ torch_lm = validate_factory("torch_lm")
 
 
 # ---------------------------------------------------------------- worker (one process per model and copy)
-def worker(src: Path, name: str, steps: int, batch: int, out: Path) -> None:
+def worker(src: Path, name: str, steps: int, batch: int, out: Path, whole: bool) -> None:
     sys.path.insert(0, str(src))
     sys.path.insert(1, str(REPO))
     import numpy as np
     import torch
 
-    from autograph_cg.runtime import layer_stats
+    from autograph_cg.runtime import CUDAGraphedLayer, layer_stats
     from autograph_cg.validate.frameworks import TorchFramework
     from autograph_cg.validate.passes import graphed_share
 
@@ -125,7 +129,8 @@ def worker(src: Path, name: str, steps: int, batch: int, out: Path) -> None:
     origin = sys.modules[module].__file__ or ""
     if not origin.startswith(str(src)):
         raise SystemExit(f"{module} was imported from {origin}, not from {src}")
-    inside, total = graphed_share(TorchFramework(), model)
+    call = CUDAGraphedLayer(model) if whole else model
+    inside, total = graphed_share(TorchFramework(), call)
     cuda = device == "cuda"
 
     def sync() -> None:
@@ -141,12 +146,12 @@ def worker(src: Path, name: str, steps: int, batch: int, out: Path) -> None:
         torch.cuda.reset_peak_memory_stats()
     with torch.no_grad():
         for _ in range(warm):
-            output = model(*inputs)
+            output = call(*inputs)
         np.save(out.with_suffix(".npy"), output.float().cpu().numpy())
         sync()
         start = time.perf_counter()
         for _ in range(steps):
-            model(*inputs)
+            call(*inputs)
         sync()
         infer_ms = (time.perf_counter() - start) / steps * 1e3
     infer_peak = peak_mb()
@@ -162,7 +167,7 @@ def worker(src: Path, name: str, steps: int, batch: int, out: Path) -> None:
             sync()
             start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model, model(*inputs), *inputs)
+        loss = loss_fn(model, call(*inputs), *inputs)
         loss.backward()
         opt.step()
         losses.append(loss.detach())
@@ -211,9 +216,11 @@ def _relative(got: Any, want: Any) -> float:
     return float(np.abs(got - want).max(initial=0.0) / max(float(np.abs(want).max(initial=0.0)), 1e-30))
 
 
-def run_worker(src: Path, name: str, steps: int, batch: int, scratch: Path, timeout: int) -> dict[str, Any]:
-    out = scratch / f"{name}.{src.name}.json"
-    cmd = [sys.executable, __file__, "worker", "--src", str(src), "--model", name, "--steps", str(steps), "--batch", str(batch), "--out", str(out)]
+def run_worker(base: Path, run_name: str, name: str, steps: int, batch: int, scratch: Path, timeout: int) -> dict[str, Any]:
+    copy, whole = RUNS[run_name]
+    out = scratch / f"{name}.{run_name}.json"
+    cmd = [sys.executable, __file__, "worker", "--src", str(base / copy), "--model", name, "--steps", str(steps),
+           "--batch", str(batch), "--out", str(out), *(["--whole"] if whole else [])]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-3:]
@@ -257,8 +264,8 @@ def _ms(x: float) -> str:
     return f"{x:.2f}"
 
 
-def print_model(name: str, runs: dict[str, dict[str, Any]], diffs: dict[str, dict[str, Any]]) -> None:
-    print(f"\n### {MODELS[name][1]}\n")
+def print_model(name: str, batch: int, runs: dict[str, dict[str, Any]], diffs: dict[str, dict[str, Any]]) -> None:
+    print(f"\n### {MODELS[name][1].format(batch=batch)}\n")
     print("| copy | layers in graphs | wrapped (graphed) | train ms | infer ms | train speedup | infer speedup "
           "| peak MB train | peak MB infer | loss curve max rel diff | output max rel diff |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
@@ -285,8 +292,8 @@ def print_validation(name: str, data: dict[str, Any]) -> None:
         print(f"- validate {name}: {data['error']}")
         return
     plan = data["plan"]
-    print(f"\nvalidate {name} ({data['backend']}, {data['steps']} steps, {data['seconds']} s): plan {plan['outcome']}, "
-          f"{plan['runtime']['wrapped']} layers wrapped, exit {data['exit_code']}")
+    print(f"\nvalidate {name} on {data['package']} ({data['backend']}, {data['steps']} steps, {data['seconds']} s): "
+          f"plan {plan['outcome']}, {plan['runtime']['wrapped']} layers wrapped, exit {data['exit_code']}")
     by_class = {c["class"]: c for c in data["classes"]}
     for gap in data["disagreements"]:
         c = by_class[gap["class"]]
@@ -309,10 +316,13 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     for name in args.models:
         batch = args.batch or MODELS[name][0]
-        runs = {v: run_worker(base / v, name, args.steps, batch, scratch, args.timeout) for v in VARIANTS}
+        package = "torch_lm" if name == "torch_lm" else "timm"
+        rewrites = results.get("rewrite", {})
+        same = rewrites.get(f"unknown/{package}") == rewrites.get(f"graphed/{package}")  # --wrap-unknown changed nothing
+        runs = {r: run_worker(base, r, name, args.steps, batch, scratch, args.timeout) for r in RUNS if not (r == "unknown" and same)}
         diffs = {v: compare(runs["eager"], r) for v, r in runs.items() if v != "eager" and "error" not in r and "error" not in runs["eager"]}
         failed |= any("error" in r for r in runs.values()) or not all(d["identical"] for d in diffs.values())
-        print_model(name, runs, diffs)
+        print_model(name, batch, runs, diffs)
         entry = {"batch": batch, "runs": {v: {k: x for k, x in r.items() if k != "losses"} for v, r in runs.items()}, "diffs": diffs}
         entry["losses"] = {v: r.get("losses") for v, r in runs.items()}
         if args.validate:
@@ -348,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--steps", type=int, required=True)
     w.add_argument("--batch", type=int, required=True)
     w.add_argument("--out", type=Path, required=True)
+    w.add_argument("--whole", action="store_true", help="wrap the whole model in one CUDAGraphedLayer")
     args = parser.parse_args(argv)
     if args.cmd == "prepare":
         prepare(args.dir)
@@ -355,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "worker":
         if args.steps <= 10:
             parser.error("--steps must exceed 10 (the untimed warmup)")
-        worker(args.src.resolve(), args.model, args.steps, args.batch, args.out)
+        worker(args.src.resolve(), args.model, args.steps, args.batch, args.out, args.whole)
         return 0
     args.dir = args.dir.resolve()
     return run(args)

@@ -11,16 +11,17 @@ from click.testing import CliRunner, Result
 from autograph_cg.cli.validate import validate
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-# Few steps keep CI fast: two warmup calls, one capture, then replays in both phases.
+# Few steps keep CI fast: two warmup calls, one capture, then replays in both phases. The stand-in
+# unless a test asks for CUDA, so the expected tables hold on a GPU machine too.
 FAST = ("--steps", "5", "--warmup-steps", "2", "--no-cache", "-q")
 
 
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(validate, [*args, *FAST], catch_exceptions=False)
+def invoke(*args: str, backend: str = "standin") -> Result:
+    return CliRunner().invoke(validate, [*args, *FAST, "--backend", backend], catch_exceptions=False)
 
 
-def report(*args: str) -> tuple[int, dict[str, Any]]:
-    result = invoke(*args, "--format", "json")
+def report(*args: str, backend: str = "standin") -> tuple[int, dict[str, Any]]:
+    result = invoke(*args, "--format", "json", backend=backend)
     return result.exit_code, json.loads(result.stdout)
 
 

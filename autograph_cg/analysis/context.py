@@ -37,7 +37,8 @@ HOST_PARAM_NAMES = frozenset(
         "reduction", "mode", "normalize", "deterministic", "is_causal", "align_corners", "seq_len", "max_len",
         "head_dim", "device", "place", "layout", "dims", "axes", "perm", "factor", "ratio", "temperature",
         "top_k", "top_p", "beta", "alpha", "gamma", "momentum", "value", "fill_value", "prefix", "key_name",
-        "height", "width", "length", "channels", "batch_size", "seq_length", "world_size", "rank",
+        "height", "width", "length", "channels", "batch_size", "seq_length", "world_size", "rank", "start",
+        "end", "stop", "begin", "offset", "count", "step", "i", "j",
     }
 )  # fmt: skip
 _HOST_PARAM_PREFIXES = ("num_", "n_", "use_", "return_", "is_", "has_", "output_", "enable_", "with_", "do_")
@@ -372,6 +373,11 @@ class FunctionContext:
             if attr:
                 self._record("self", attr, node, func)
             return TENSOR
+        factory = self.qualify(func.func) if ftype is ast.Call else None  # type: ignore[attr-defined]
+        if factory is not None and not fw.is_framework(factory):
+            # `make_fn(...)(x)`: the closure it returns was walked with it, so the call is the factory's
+            self._record("name", factory, node, func)
+            return TENSOR if tensor_in else UNKNOWN
         if tensor_in:
             self._record("unresolved", "", node, func)
             return TENSOR
@@ -403,8 +409,11 @@ class FunctionContext:
         rules = DISPATCH.builtins.get(name)
         if rules:
             self._match(rules, node, name + "()")
-        if name in fw.TENSOR_BUILTINS and tensor_in:
-            return TENSOR
+        if name in fw.TENSOR_BUILTINS:  # abs/sum/pow/max/min apply operators: tensors in, tensors out
+            if tensor_in:
+                return TENSOR
+            if any(self.kind(a) != HOST for a in node.args):
+                return UNKNOWN
         if name in ("list", "tuple", "sorted", "reversed") and node.args and maybe_tensor(self.kind(node.args[0])):
             return TENSORS if self.kind(node.args[0]) != UNKNOWN else UNKNOWN
         if name in fw.HOST_BUILTINS:
@@ -569,11 +578,13 @@ def _sequence(ctx: FunctionContext, node: ast.Tuple | ast.List | ast.Set) -> int
 
 
 def _dict(ctx: FunctionContext, node: ast.Dict) -> int:
+    """A dict of tensors (`{"a": x, "b": [x, y]}`) is indexed like a list of them."""
     for key in node.keys:
         if key is not None:
             ctx.expr(key)
-    for value in node.values:
-        ctx.expr(value)
+    kinds = [ctx.expr(value) for value in node.values]
+    if kinds and all(is_tensor(k) or k == TENSORS for k in kinds):
+        return TENSORS
     return UNKNOWN
 
 

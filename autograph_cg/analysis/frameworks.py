@@ -136,7 +136,7 @@ HOST_BUILTINS = frozenset(
     }
 )  # fmt: skip
 #: Builtins whose result is a tensor when given tensors (they apply operators).
-TENSOR_BUILTINS = frozenset({"abs", "sum", "pow"})
+TENSOR_BUILTINS = frozenset({"abs", "sum", "pow", "max", "min", "round", "divmod"})
 
 
 def root(qualname: str) -> str:

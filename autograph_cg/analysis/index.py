@@ -357,20 +357,22 @@ class SiteCollector:
             self._assign_attr(attr, value.orelse, statement)
             return
         kind = UNKNOWN
+        wrapped = False
         if isinstance(value, ast.Call):
+            value, wrapped = self._unwrap(value)  # `CUDAGraphedLayer(X(...))`: the site of X, already wrapped
             callee = self._callee(value)
-            if callee is not None and callee.endswith(WRAPPER) and value.args and isinstance(value.args[0], ast.Call):
-                self._record_class(attr, self._callee(value.args[0]))
-                self.sites.append(self._site(value.args[0], self._callee(value.args[0]) or "", attr, f"self.{attr}", "", True, statement))
-                kind = LAYER
-            elif self._container(value):
+            if self._container(value):
                 container = callee or ""
                 for call, existing in self._items_of_container(value, statement):
                     cls = self._callee(call) or ""
                     self._record_class(attr, cls)
                     self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", container, existing, statement))
-                if container.rsplit(".", 1)[-1] in fw.CALLABLE_CONTAINERS:  # the whole stack may be wrapped too
-                    self.sites.append(self._site(value, container, attr, f"self.{attr}", "", False, statement))
+                if wrapped or container.rsplit(".", 1)[-1] in fw.CALLABLE_CONTAINERS:  # the whole stack may be wrapped
+                    self.sites.append(self._site(value, container, attr, f"self.{attr}", "", wrapped, statement))
+                kind = LAYER
+            elif wrapped:
+                self._record_class(attr, callee)
+                self.sites.append(self._site(value, callee or "", attr, f"self.{attr}", "", True, statement))
                 kind = LAYER
             elif isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
                 method = value.func.attr

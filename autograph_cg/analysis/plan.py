@@ -72,15 +72,16 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
             loose.append((module.path, site, package.resolve(site.cls) if site.cls else None))
 
     # A `Sequential` whose items are all capturable is wrapped whole, and its items are then inside its graph.
-    whole: set[int] = set()  # id() of such Sequential sites
-    around: dict[int, int] = {}  # id() of an item site -> id() of the Sequential site holding it
+    whole: set[int] = set()  # id() of such Sequential sites, and of containers already wrapped in the source
+    around: dict[int, int] = {}  # id() of an item site -> id() of the container site holding it
     for entries in owned.values():
         for _, site, _ in entries:
-            if site.cls and fw.layer_kind(site.cls) == "container" and site.cls.endswith(".Sequential"):
+            if site.cls and fw.layer_kind(site.cls) == "container":
                 items = [(s, c) for _, s, c in entries if s.container == site.cls and s.attr == site.attr and _inside(s.span, site.span)]
                 for item, _ in items:
                     around[id(item)] = id(site)
-                if items and all(wrappable(c) or (c is None and fw.layer_kind(s.cls) == "known") for s, c in items):
+                capturable = all(wrappable(c) or (c is None and fw.layer_kind(s.cls) == "known") for s, c in items)
+                if site.existing or (items and capturable and site.cls.endswith(".Sequential")):
                     whole.add(id(site))
 
     def covered(site: SiteFacts) -> bool:

@@ -12,6 +12,7 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import stat
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -97,6 +98,9 @@ def stamp_files(files: list[SourceFile]) -> tuple[list[tuple[SourceFile, str, St
             info = os.stat(real)
         except OSError as exc:
             errors.append(SourceError(source.path, exc.strerror or str(exc)))
+            continue
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device named *.py: reading it could block or never end
+            errors.append(SourceError(source.path, "not a regular file"))
             continue
         stamped.append((source, f"{real}\0{source.module}\0{int(source.is_package)}\0{source.path}", (info.st_mtime_ns, info.st_size)))
     return stamped, errors

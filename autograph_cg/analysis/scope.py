@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from autograph_cg.analysis.kinds import HOST, LAYER, UNKNOWN
 from autograph_cg.analysis.suppressions import Suppressions
 from autograph_cg.findings import Span
 
 
-def module_name_for(parts: tuple[str, ...], is_package: bool) -> str:
-    return ".".join(parts[:-1] if is_package else parts)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class ModuleScope:
@@ -91,8 +91,9 @@ class ModuleScope:
     # ----- text and positions ----------------------------------------------------------------------------------
     @property
     def lines(self) -> list[str]:
+        """Lines as Python counts them: only \\n, \\r\\n and \\r end a line (not form feeds, unlike splitlines)."""
         if self._lines is None:
-            self._lines = self.text.splitlines()
+            self._lines = _LINE_BREAK.split(self.text)
         return self._lines
 
     def line_text(self, line: int) -> str:

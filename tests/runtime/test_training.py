@@ -186,3 +186,20 @@ def test_reallocated_parameters_are_recaptured(fw):
         opt_ref.zero_grad()
         opt_wrapped.zero_grad()
     assert wrapped.stats["recaptures"] == 1 and wrapped.stats["captures"] == 2
+
+
+def test_a_checkpoint_loaded_after_capture_is_what_replays_use(fw):
+    """Loading a state dict writes into the captured parameters (or moves them); replays never use stale values."""
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    other = fw.build("MLP", D)  # different random weights: the checkpoint
+    for step in range(5):
+        if step == 3:
+            state = other.state_dict()
+            for model in (ref, wrapped):
+                (model.load_state_dict if fw.name == "torch" else model.set_state_dict)(state)
+        x = randn(B, D)
+        y1, _ = run(fw, wrapped, x)
+        y0, _ = run(fw, ref, x)
+        assert close(y1, y0, fw.atol), f"step {step}"
+    assert wrapped.stats["forward_replays"] >= 2

@@ -147,6 +147,10 @@ class _Walker:
 
     def walk_from_forward(self) -> None:
         work: list[tuple[str | None, str]] = [(c, "forward") for c, b in self.builders.items() if "forward" in b.methods]
+        for name, builder in self.builders.items():
+            if "forward" not in builder.methods and any(b.rsplit(".", 1)[-1] not in _PLAIN_BASES for b in builder.bases):
+                # a layer whose forward is inherited (a template method in a base): any method may be called
+                work.extend((name, method) for method in builder.methods)
         while work:
             owner, name = work.pop()
             if owner is None:
@@ -191,6 +195,12 @@ class _Walker:
             queue.extend(b[len(prefix) :] for b in self.builders[current].bases if b.startswith(prefix))
         return order[1:] if skip_self else order
 
+
+#: Bases that make a class something other than a layer.
+_PLAIN_BASES = frozenset(
+    {"object", "Enum", "IntEnum", "Exception", "NamedTuple", "dict", "list", "tuple", "ABC", "Protocol", "TypedDict",
+     "PretrainedConfig", "ModelOutput", "Generic", "str", "int"}
+)  # fmt: skip
 
 _SELF_WRITE = re.compile(r"\bself\.(\w+)\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
 

@@ -27,6 +27,7 @@ class Framework(Protocol):
     def no_grad(self) -> ContextManager: ...
     def numpy(self, t: Any) -> np.ndarray: ...
     def grad(self, p: Any) -> Any: ...
+    def assign(self, p: Any, value: np.ndarray) -> None: ...
     def default_loss(self, outputs: list) -> Any: ...
     def children(self, module: Any) -> list[tuple[str, Any]]: ...
 
@@ -79,6 +80,10 @@ class TorchFramework:
     def grad(self, p: Any) -> Any:
         return p.grad
 
+    def assign(self, p: Any, value: np.ndarray) -> None:
+        with self.torch.no_grad():
+            p.copy_(self.torch.from_numpy(value))
+
     def default_loss(self, outputs: list) -> Any:
         return sum(o.float().pow(2).mean() for o in outputs if o.is_floating_point())
 
@@ -128,6 +133,9 @@ class PaddleFramework:
 
     def grad(self, p: Any) -> Any:
         return p.grad
+
+    def assign(self, p: Any, value: np.ndarray) -> None:
+        p.set_value(value)
 
     def default_loss(self, outputs: list) -> Any:
         return sum(o.astype("float32").pow(2).mean() for o in outputs if self.paddle.is_floating_point(o))

@@ -142,10 +142,12 @@ def class_picker(name: str) -> Callable[[Path], bool]:
 @dataclass
 class Trace:
     """What one pass produced: per inference call and per training step, the outputs as arrays (a
-    training step's loss first), and per training step the gradient of every trainable parameter."""
+    training step's loss first), and per training step the gradient of every trainable parameter and
+    (in a run that others follow) the parameters after the optimizer step."""
 
     outputs: list[list[np.ndarray]] = field(default_factory=list)
     grads: list[list[np.ndarray | None]] = field(default_factory=list)
+    params: list[list[np.ndarray]] = field(default_factory=list)
     error: str | None = None
 
 
@@ -159,8 +161,13 @@ def _tensors(fw: Framework, obj: Any) -> list[Any]:
     return []
 
 
-def run(fw: Framework, subject: Subject, call: Any, steps: int, seed: int, lr: float) -> Trace:
-    """`steps` inference calls in eval mode, then `steps` SGD steps in train mode, each phase from `seed`."""
+def run(fw: Framework, subject: Subject, call: Any, steps: int, seed: int, lr: float, follow: Trace | None = None) -> Trace:
+    """`steps` inference calls in eval mode, then `steps` SGD steps in train mode, each phase from `seed`.
+
+    With `follow`, the parameters are set to the followed run's after each optimizer step (in place, as
+    an optimizer writes them), so every step starts from the same parameters in both runs: a step's
+    difference is then that step's own, not rounding (a summation order, a strided copy) that SGD
+    compounds over the steps before it."""
     trace = Trace()
     params = fw.trainable(subject.model)
     try:
@@ -184,6 +191,11 @@ def run(fw: Framework, subject: Subject, call: Any, steps: int, seed: int, lr: f
             trace.outputs.append([fw.numpy(t) for t in [loss, *tensors]])
             trace.grads.append([None if fw.grad(p) is None else fw.numpy(fw.grad(p)) for p in params])
             opt.step()
+            if follow is None:
+                trace.params.append([fw.numpy(p) for p in params])
+            else:
+                for p, value in zip(params, follow.params[len(trace.grads) - 1]):
+                    fw.assign(p, value)
     except Exception as exc:  # the model's own code: any error ends the pass and is reported
         text = str(exc).strip().splitlines()
         trace.error = f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -133,7 +133,7 @@ def validate(
             subject = fresh()
             call, wrappers = wrap_where(fw, subject.model, pick, wrap)
             share = graphed_share(fw, call)
-            trace = run(fw, subject, call, steps, seed, lr)
+            trace = run(fw, subject, call, steps, seed, lr, follow=eager)
             result = judge(run_stats(wrappers), compare(trace, eager), trace.error, settings.tolerance)
             del subject, call, wrappers, trace
             gc.collect()

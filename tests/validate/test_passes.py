@@ -127,3 +127,22 @@ def test_rounding_noise_of_a_zero_gradient_is_measured_against_its_step() -> Non
     got = _trace([[0.0]], grads=[[np.array([2.4e-4]), np.array([0.5, -0.25])]])
     want = _trace([[0.0]], grads=[[np.array([1.2e-4]), np.array([0.5, -0.25])]])
     assert compare(got, want).grads == pytest.approx(1.0)
+
+
+def test_a_following_run_starts_every_step_from_the_followed_parameters() -> None:
+    """Another learning rate would move the parameters elsewhere; following keeps every step's gradients equal."""
+    from autograph_cg.validate.passes import run
+    from autograph_cg.validate.target import Subject
+
+    fw = _torch_fw()
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)), torch.randn(16, 4)
+    state = fw.state(model)
+    reference = run(fw, Subject(model, (x,), None), model, 4, 0, 0.1)
+    fw.load(model, state)
+    drifting = run(fw, Subject(model, (x,), None), model, 4, 0, 0.3)
+    fw.load(model, state)
+    following = run(fw, Subject(model, (x,), None), model, 4, 0, 0.3, follow=reference)
+    assert compare(drifting, reference).grads > 1e-3
+    assert compare(following, reference) == Diff(0.0, 0.0, True)
+    assert len(reference.params) == 4 and following.params == []

@@ -78,3 +78,51 @@ def test_the_closure_over_host_ints_captures_fine(segments: Path) -> None:
     code, data = report("tiny_segments:make", "--path", str(segments.parent))
     assert code == 0
     assert table(data)["tiny_segments.Stack"][1] == "captured"  # a missed opportunity until the bug is fixed
+
+
+# timm's NormMlpClassifierHead (timm/layers/classifier.py:270) builds `self.pre_logits` this way; the
+# analyzer takes the layer for an OrderedDict and calls the head unknown (AG902).
+ORDERED = '''
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre_logits = nn.Sequential(OrderedDict([("fc", nn.Linear(4, 4)), ("act", nn.Tanh())]))
+
+    def forward(self, x):
+        return self.pre_logits(x)
+
+
+def make():
+    torch.manual_seed(0)
+    return Head(), (torch.randn(2, 4),)
+'''
+
+
+@pytest.fixture
+def ordered(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny_ordered.py"
+    path.write_text(ORDERED)
+    return path
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzer bug: `nn.Sequential(OrderedDict([...]))` is resolved as a layer of class "
+    "collections.OrderedDict (AG902) instead of a Sequential of its items",
+)
+def test_sequential_of_an_ordered_dict_is_a_sequential(ordered: Path) -> None:
+    analysis = analyze([str(ordered)], Options(use_cache=False, jobs=1))
+    assert analysis.plan.verdicts["tiny_ordered.Head"].status.value == "eligible"
+
+
+def test_the_sequential_of_an_ordered_dict_captures_fine(ordered: Path) -> None:
+    pytest.importorskip("torch")
+    code, data = report("tiny_ordered:make", "--path", str(ordered.parent))
+    assert code == 0
+    assert table(data)["tiny_ordered.Head"][1] == "captured"

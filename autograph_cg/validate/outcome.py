@@ -60,10 +60,10 @@ def judge(stats: RunStats, diff: Diff, error: str | None, tolerance: float) -> P
     if not stats.wrapped:
         return PassResult(stats, diff, Outcome.NOTHING, "")
     fallbacks = "; ".join(f"{n} eager call(s): {reason}" for reason, n in sorted(stats.fallbacks.items()))
-    if stats.captures:
-        detail = f"{stats.captures} graph(s), {stats.forward_replays} forward and {stats.backward_replays} backward replays"
-        if stats.eager_backwards:
-            detail += f", {stats.eager_backwards} backward(s) eagerly"
+    if stats["captures"]:
+        detail = f"{stats['captures']} graph(s), {stats['forward_replays']} forward and {stats['backward_replays']} backward replays"
+        if stats["eager_backwards"]:
+            detail += f", {stats['eager_backwards']} backward(s) eagerly"
         return PassResult(stats, diff, Outcome.CAPTURED, f"{detail}; {fallbacks}" if fallbacks else detail)
     if not stats.calls:
         return PassResult(stats, diff, Outcome.NOT_CALLED, "never called by the model's forward")

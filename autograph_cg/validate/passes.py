@@ -262,36 +262,23 @@ def compare(got: Trace, want: Trace) -> Diff:
 
 @dataclass(frozen=True)
 class RunStats:
-    """The runtime's counters summed over the wrappers of one pass."""
+    """The runtime's counters (`wrapper.stats`: captures, replays, eager calls, ...) summed over the
+    wrappers of one pass, with the reasons they went eager."""
 
     wrapped: int = 0
-    captures: int = 0
-    recaptures: int = 0
-    forward_replays: int = 0
-    backward_replays: int = 0
-    warmup_calls: int = 0
-    eager_calls: int = 0
-    eager_backwards: int = 0
+    counts: dict[str, float] = field(default_factory=dict)
     disabled: tuple[str, ...] = ()  # distinct reasons a wrapper went eager for good
     fallbacks: dict[str, int] = field(default_factory=dict)  # eager calls per reason
 
+    def __getitem__(self, counter: str) -> float:
+        return self.counts.get(counter, 0)
+
     @property
-    def calls(self) -> int:
-        return self.warmup_calls + self.eager_calls + self.forward_replays
+    def calls(self) -> float:
+        return self["warmup_calls"] + self["eager_calls"] + self["forward_replays"]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "wrapped": self.wrapped,
-            "captures": self.captures,
-            "recaptures": self.recaptures,
-            "forward_replays": self.forward_replays,
-            "backward_replays": self.backward_replays,
-            "warmup_calls": self.warmup_calls,
-            "eager_calls": self.eager_calls,
-            "eager_backwards": self.eager_backwards,
-            "disabled": list(self.disabled),
-            "fallbacks": dict(self.fallbacks),
-        }
+        return {"wrapped": self.wrapped, **self.counts, "disabled": list(self.disabled), "fallbacks": dict(self.fallbacks)}
 
 
 def run_stats(wrappers: list[Any]) -> RunStats:
@@ -300,9 +287,8 @@ def run_stats(wrappers: list[Any]) -> RunStats:
     fallbacks: Counter = Counter()
     for wrapper in wrappers:
         stats = wrapper.stats
-        for key in ("captures", "recaptures", "forward_replays", "backward_replays", "warmup_calls", "eager_calls", "eager_backwards"):
-            counts[key] += stats[key]
+        counts.update({k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
         if stats["disabled_reason"]:
             disabled[stats["disabled_reason"]] = None
         fallbacks.update(stats["fallbacks"])
-    return RunStats(len(wrappers), **counts, disabled=tuple(disabled), fallbacks=dict(fallbacks))
+    return RunStats(len(wrappers), dict(counts), tuple(disabled), dict(fallbacks))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograph_cg.api import Options, analyze
+from autograph_cg.api import Analysis, Options, analyze
 from tests.validate.helpers import report, table
 
 # timm's `checkpoint_seq` (timm/models/_manipulate.py:263) builds its segments with a closure over
@@ -54,30 +54,16 @@ def make():
 '''
 
 
-@pytest.fixture
-def segments(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny_segments.py"
-    path.write_text(SEGMENTS)
-    return path
-
-
 @pytest.mark.xfail(
     strict=True,
     reason="analyzer bug: in a nested function, the enclosing function's parameters count as tensors "
     "even where every call passes host ints, so `range(lo, hi + 1)` is AG305",
 )
-def test_closure_over_host_ints_is_not_a_tensor_loop(segments: Path) -> None:
-    analysis = analyze([str(segments)], Options(use_cache=False, jobs=1))
+def test_closure_over_host_ints_is_not_a_tensor_loop(tmp_path: Path) -> None:
+    analysis = _analyze(tmp_path, "tiny_segments", SEGMENTS)
     assert [f.code for f in analysis.findings] == []
     # `functions[j]` cannot be resolved: unknown, not ineligible
     assert analysis.plan.verdicts["tiny_segments.Stack"].status.value == "unknown"
-
-
-def test_the_closure_over_host_ints_captures_fine(segments: Path) -> None:
-    pytest.importorskip("torch")
-    code, data = report("tiny_segments:make", "--path", str(segments.parent))
-    assert code == 0
-    assert table(data)["tiny_segments.Stack"][1] == "captured"  # a missed opportunity until the bug is fixed
 
 
 # timm's NormMlpClassifierHead (timm/layers/classifier.py:270) builds `self.pre_logits` this way; the
@@ -104,25 +90,28 @@ def make():
 '''
 
 
-@pytest.fixture
-def ordered(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny_ordered.py"
-    path.write_text(ORDERED)
-    return path
-
-
 @pytest.mark.xfail(
     strict=True,
     reason="analyzer bug: `nn.Sequential(OrderedDict([...]))` is resolved as a layer of class "
     "collections.OrderedDict (AG902) instead of a Sequential of its items",
 )
-def test_sequential_of_an_ordered_dict_is_a_sequential(ordered: Path) -> None:
-    analysis = analyze([str(ordered)], Options(use_cache=False, jobs=1))
+def test_sequential_of_an_ordered_dict_is_a_sequential(tmp_path: Path) -> None:
+    analysis = _analyze(tmp_path, "tiny_ordered", ORDERED)
     assert analysis.plan.verdicts["tiny_ordered.Head"].status.value == "eligible"
 
 
-def test_the_sequential_of_an_ordered_dict_captures_fine(ordered: Path) -> None:
+
+@pytest.mark.parametrize(("module", "source", "cls"), [("tiny_segments", SEGMENTS, "Stack"), ("tiny_ordered", ORDERED, "Head")])
+def test_each_case_captures_fine(tmp_path: Path, module: str, source: str, cls: str) -> None:
+    """The run-time half: a missed opportunity until the analyzer is fixed."""
     pytest.importorskip("torch")
-    code, data = report("tiny_ordered:make", "--path", str(ordered.parent))
+    (tmp_path / f"{module}.py").write_text(source)
+    code, data = report(f"{module}:make", "--path", str(tmp_path))
     assert code == 0
-    assert table(data)["tiny_ordered.Head"][1] == "captured"
+    assert table(data)[f"{module}.{cls}"][1] == "captured"
+
+
+def _analyze(folder: Path, module: str, source: str) -> Analysis:
+    path = folder / f"{module}.py"
+    path.write_text(source)
+    return analyze([str(path)], Options(use_cache=False, jobs=1))

@@ -104,13 +104,13 @@ def test_compare_is_relative_to_the_reference_and_bitwise_only_when_equal() -> N
 @pytest.mark.parametrize(
     ("stats", "diff", "error", "outcome"),
     [
-        (RunStats(1, captures=1, disabled=("capture failed: X",)), Diff(1.0, 1.0, False), "E: boom", Outcome.ERROR),
-        (RunStats(1, captures=1, disabled=("capture failed: X",)), Diff(1.0, 1.0, False), None, Outcome.FAILED),
-        (RunStats(1, captures=1, forward_replays=3), Diff(0.5, 0.0, False), None, Outcome.MISMATCH),
-        (RunStats(1, captures=1, forward_replays=3), Diff(1e-6, 0.0, False), None, Outcome.CAPTURED),
+        (RunStats(1, {"captures": 1}, ("capture failed: X",)), Diff(1.0, 1.0, False), "E: boom", Outcome.ERROR),
+        (RunStats(1, {"captures": 1}, ("capture failed: X",)), Diff(1.0, 1.0, False), None, Outcome.FAILED),
+        (RunStats(1, {"captures": 1, "forward_replays": 3}), Diff(0.5, 0.0, False), None, Outcome.MISMATCH),
+        (RunStats(1, {"captures": 1, "forward_replays": 3}), Diff(1e-6, 0.0, False), None, Outcome.CAPTURED),
         (RunStats(1), Diff(0.0, 0.0, True), None, Outcome.NOT_CALLED),
-        (RunStats(1, eager_calls=5, fallbacks={"unsupported argument": 5}), Diff(0.0, 0.0, True), None, Outcome.EAGER),
-        (RunStats(1, warmup_calls=2), Diff(0.0, 0.0, True), None, Outcome.WARMUP),
+        (RunStats(1, {"eager_calls": 5}, (), {"unsupported argument": 5}), Diff(0.0, 0.0, True), None, Outcome.EAGER),
+        (RunStats(1, {"warmup_calls": 2}), Diff(0.0, 0.0, True), None, Outcome.WARMUP),
         (RunStats(0), Diff(0.0, 0.0, True), None, Outcome.NOTHING),
     ],
 )

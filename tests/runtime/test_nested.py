@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
 from tests.runtime.harness import assert_all_close, close, randn
 from tests.runtime.test_training import B, D, run
 
@@ -37,7 +44,8 @@ def test_nested_wrappers_train_like_eager(fw):
     assert not inner.stats["disabled_reason"]
 
 
-def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(fw):
+def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(cpu_fw):
+    fw = cpu_fw  # on CUDA this scenario hurts later captures: see the xfail below
     ref = _sequential(fw, fw.build("MLP", D), fw.build("Sync", D))
     twin = fw.twin(ref)
     inner = fw.wrap(twin[0], num_warmup_steps=1)
@@ -51,3 +59,41 @@ def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(fw):
         assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), f"step {step}"
     assert outer.stats["disabled_reason"]  # the host sync made its capture fail
     assert inner.stats["captures"] == 1 and inner.stats["forward_replays"] >= 1
+
+
+_AFTER_FAILED_OUTER = textwrap.dedent(
+    """
+    import torch
+    from tests.runtime.harness import TorchHarness, randn
+    from tests.runtime.test_nested import _sequential
+    from tests.runtime.test_training import B, D, run
+
+    fw = TorchHarness("cuda")
+    inner = fw.wrap(fw.build("MLP", D), num_warmup_steps=1)
+    outer = fw.wrap(_sequential(fw, inner, fw.build("Sync", D)), num_warmup_steps=1)
+    for _ in range(4):
+        run(fw, outer, randn(B, D))
+    fresh = fw.wrap(fw.build("MLP", D), num_warmup_steps=0)
+    for _ in range(2):
+        run(fw, fresh, randn(B, D))
+    print(outer.stats["disabled_reason"] is not None, inner.stats["captures"], fresh.stats["captures"])
+    assert fresh.stats["captures"] == 1, fresh.stats
+    """
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug on CUDA: after an outer capture fails with a wrapped layer inside and that layer then "
+    "captures itself, later captures into the shared pool hit CUDACachingAllocator's `use_count > 0` assert "
+    "(seen on the H200, torch 2.11) and fall back to eager",
+)
+def test_after_a_failed_outer_capture_other_layers_still_capture():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    repo = Path(__file__).resolve().parents[2]
+    # A subprocess: the allocator state this leaves behind must not reach the other tests.
+    result = subprocess.run([sys.executable, "-c", _AFTER_FAILED_OUTER], cwd=repo, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -195,8 +195,15 @@ class FunctionContext:
                 self.report(rule, node, detail)
 
     # ----- the walk -------------------------------------------------------------------------------------------
-    def run(self, func: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> FunctionFacts:
+    def run(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, host_args: tuple[bool, ...] = ()
+    ) -> FunctionFacts:
+        """`host_args[i]`: every call seen passes a host value as positional argument i (the parameter is host)."""
         self.bind_params(func.args, is_method)
+        positional = func.args.posonlyargs + func.args.args
+        for arg, is_host in zip(positional[1:] if is_method else positional, host_args):
+            if is_host:
+                self.env[arg.arg] = HOST
         self.body(func.body)
         return FunctionFacts(
             name=func.name,
@@ -376,7 +383,7 @@ class FunctionContext:
         factory = self.qualify(func.func) if ftype is ast.Call else None  # type: ignore[attr-defined]
         if factory is not None and not fw.is_framework(factory):
             # `make_fn(...)(x)`: the closure it returns was walked with it, so the call is the factory's
-            self._record("name", factory, node, func)
+            self._record("name", factory, func, func.func)  # type: ignore[arg-type, attr-defined]
             return TENSOR if tensor_in else UNKNOWN
         if tensor_in:
             self._record("unresolved", "", node, func)
@@ -384,7 +391,12 @@ class FunctionContext:
         return UNKNOWN
 
     def _record(self, kind: str, target: str, node: ast.Call, func: ast.expr) -> None:
-        self.calls.append(CallRef(kind, target, self.module.span(node), self.module.snippet(func)))
+        hosts = []  # which leading positional arguments are host values: the callee's parameter hints
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                break
+            hosts.append(self.kinds.get(id(arg), UNKNOWN) == HOST)
+        self.calls.append(CallRef(kind, target, self.module.span(node), self.module.snippet(func), tuple(hosts)))
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         if name in self.env or name in self.local_funcs:
@@ -446,7 +458,7 @@ class FunctionContext:
             return TENSOR
         if root in DISPATCH.external_roots:
             return HOST if not tensor_in else UNKNOWN
-        if tensor_in or short[:1].isupper():
+        if tensor_in or short[:1].isupper() or qual.startswith(self.module.module + "."):
             self._record("name", qual, node, node.func)
         if short[:1].isupper():
             return LAYER if not tensor_in else UNKNOWN

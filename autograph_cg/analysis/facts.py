@@ -27,6 +27,7 @@ class CallRef:
     target: str
     span: Span
     text: str  # the callee as written, for messages: "self.act", "helper"
+    host_args: tuple[bool, ...] = ()  # per leading positional argument: a host value
 
 
 @dataclass(frozen=True)

@@ -137,13 +137,14 @@ class _Walker:
         self.builders = builders
         self.function_nodes = function_nodes
         self.functions: dict[str, FunctionFacts] = {}
+        self._pending: set[str] = set()
+        self._calls_to: dict[str, list[tuple[bool, ...]]] = {}  # function -> host_args of each call seen
+        self._hints_used: dict[str, tuple[bool, ...]] = {}
 
     def walk_everything(self) -> None:
-        for builder in self.builders.values():
-            for name in builder.methods:
-                builder.walk(name)
-        for name in self.function_nodes:
-            self._function(name)
+        work: list[tuple[str | None, str]] = [(c, m) for c, b in self.builders.items() for m in b.methods]
+        work += [(None, name) for name in self.function_nodes]
+        self._drain(work)
 
     def walk_from_forward(self) -> None:
         work: list[tuple[str | None, str]] = [(c, "forward") for c, b in self.builders.items() if "forward" in b.methods]
@@ -151,23 +152,40 @@ class _Walker:
             if "forward" not in builder.methods and any(b.rsplit(".", 1)[-1] not in _PLAIN_BASES for b in builder.bases):
                 # a layer whose forward is inherited (a template method in a base): any method may be called
                 work.extend((name, method) for method in builder.methods)
-        while work:
-            owner, name = work.pop()
-            if owner is None:
-                if name in self.functions or name not in self.function_nodes:
-                    continue
-                facts = self._function(name)
-            else:
-                builder = self.builders[owner]
-                if name in builder.walked:
-                    continue
-                facts = builder.walk(name)
-            work.extend(self._callees(owner, facts))
+        self._drain(work)
+
+    def _drain(self, work: list[tuple[str | None, str]]) -> None:
+        """Walk methods first and functions last, so a function's parameter hints come from all calls seen;
+        a function is walked again when a later call weakens its hints."""
+        while work or self._pending:
+            if work:
+                owner, name = work.pop()
+                if owner is None:
+                    if name in self.function_nodes:
+                        self._pending.add(name)
+                else:
+                    builder = self.builders[owner]
+                    if name not in builder.walked:
+                        work.extend(self._callees(owner, builder.walk(name)))
+            if not work and self._pending:
+                name = self._pending.pop()
+                if self.functions.get(name) is None or self._hints_used.get(name) != self._hints(name):
+                    work.extend(self._callees(None, self._function(name)))
+
+    def _hints(self, name: str) -> tuple[bool, ...]:
+        """Positional parameters that every call of `name` seen in this file fills with a host value."""
+        sites = self._calls_to.get(name)
+        if not sites:
+            return ()
+        width = min(len(hosts) for hosts in sites)
+        return tuple(all(hosts[i] for hosts in sites) for i in range(width))
 
     def _function(self, name: str) -> FunctionFacts:
+        hints = self._hints(name)
         ctx = FunctionContext(self.scope, None, name)
-        facts = _suppressed(self.scope, ctx.run(self.function_nodes[name], is_method=False))
+        facts = _suppressed(self.scope, ctx.run(self.function_nodes[name], is_method=False, host_args=hints))
         self.functions[name] = facts
+        self._hints_used[name] = hints
         return facts
 
     def _callees(self, owner: str | None, facts: FunctionFacts) -> list[tuple[str | None, str]]:
@@ -175,7 +193,9 @@ class _Walker:
         prefix = self.scope.module + "."
         for call in facts.calls:
             if call.kind == "name" and call.target.startswith(prefix):
-                found.append((None, call.target[len(prefix) :]))
+                callee = call.target[len(prefix) :]
+                self._calls_to.setdefault(callee, []).append(call.host_args)
+                found.append((None, callee))
             elif call.kind in ("self", "super") and owner is not None:
                 for cls in self._lineage(owner, skip_self=call.kind == "super"):
                     if call.target in self.builders[cls].methods:
@@ -494,7 +514,13 @@ class SiteCollector:
     def _items_of_container(self, call: ast.Call, statement: ast.stmt) -> list[tuple[ast.Call, bool]]:
         found: list[tuple[ast.Call, bool]] = []
         for arg in call.args:
-            if isinstance(arg, ast.Call) and not self._container(arg):
+            if isinstance(arg, ast.Call) and (self._callee(arg) or "").rsplit(".", 1)[-1] in ("OrderedDict", "dict"):
+                # `Sequential(OrderedDict([("fc", Linear(...)), ...]))`: the items are the pairs' second halves
+                pairs = arg.args[0] if arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple)) else None
+                for pair in pairs.elts if pairs is not None else []:
+                    if isinstance(pair, ast.Tuple) and len(pair.elts) == 2 and isinstance(pair.elts[1], ast.Call):
+                        found.append(self._unwrap(pair.elts[1]))
+            elif isinstance(arg, ast.Call) and not self._container(arg):
                 found.append(self._unwrap(arg))
             elif isinstance(arg, ast.Starred):
                 found.extend(self._items(arg.value, statement) or [])

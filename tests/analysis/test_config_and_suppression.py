@@ -111,3 +111,15 @@ def test_a_method_only_another_file_reaches_is_walked_when_reached(tmp_path):
     analysis = analyze([str(pkg)], Options(use_cache=False))
     assert [(f.path.rsplit("/", 1)[1], f.line, f.code) for f in analysis.findings] == [("helper.py", 9, "AG101")]
     assert {q.rsplit(".", 1)[1]: v.status.value for q, v in analysis.plan.verdicts.items()} == {"Helper": "eligible", "Net": "ineligible"}
+
+
+def test_helpers_called_with_host_values_are_reached_and_their_parameters_are_host(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import torch\n\n\n"
+        "def upload(n):\n    return torch.tensor(list(range(n)))\n\n\n"
+        "def repeat(fn, times):\n    def run(x):\n        for _ in range(times):\n            x = fn(x)\n        return x\n    return run\n\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n        x = repeat(torch.relu, 2)(x)\n        return x + upload(x.shape[0])\n"
+    )
+    analysis = analyze([str(tmp_path)], Options(use_cache=False))
+    # `upload` gets only a host size, yet runs in forward: its upload is reported; `times` is a host int, so no AG305
+    assert [(f.line, f.code) for f in analysis.findings] == [(5, "AG108")]

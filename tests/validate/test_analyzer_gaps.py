@@ -1,8 +1,7 @@
 """Analyzer bugs that `validate` found on real code (timm 1.0.31), reduced to a few lines each.
 
-Each test states what the analyzer should say and is marked `xfail(strict=True)` while it says
-otherwise: fixing the analyzer turns the test into an unexpected pass, which fails until the marker
-goes. The run-time half (the class captures and matches eager) is checked without the marker.
+Each test states what the analyzer says now that the bug is fixed; the run-time half (the class
+captures and matches eager) is checked beside it.
 """
 
 from __future__ import annotations
@@ -54,11 +53,6 @@ def make():
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzer bug: in a nested function, the enclosing function's parameters count as tensors "
-    "even where every call passes host ints, so `range(lo, hi + 1)` is AG305",
-)
 def test_closure_over_host_ints_is_not_a_tensor_loop(tmp_path: Path) -> None:
     analysis = _analyze(tmp_path, "tiny_segments", SEGMENTS)
     assert [f.code for f in analysis.findings] == []
@@ -90,11 +84,6 @@ def make():
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzer bug: `nn.Sequential(OrderedDict([...]))` is resolved as a layer of class "
-    "collections.OrderedDict (AG902) instead of a Sequential of its items",
-)
 def test_sequential_of_an_ordered_dict_is_a_sequential(tmp_path: Path) -> None:
     analysis = _analyze(tmp_path, "tiny_ordered", ORDERED)
     assert analysis.plan.verdicts["tiny_ordered.Head"].status.value == "eligible"

@@ -25,6 +25,8 @@ from autograph_cg.analysis.kinds import (
 from autograph_cg.findings import Finding
 from autograph_cg.rules.dispatch import DISPATCH
 
+from autograph_cg.analysis.scope import dotted_name
+
 if TYPE_CHECKING:
     from autograph_cg.analysis.scope import ClassScope, ModuleScope
     from autograph_cg.rules.base import Rule
@@ -149,22 +151,12 @@ class FunctionContext:
 
     def qualify(self, node: ast.expr) -> str | None:
         """The qualified name of a dotted reference to an import or module-level definition, else None."""
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        name = node.id
+        return dotted_name(node, self._global_name)
+
+    def _global_name(self, name: str) -> str | None:
         if name in self.env and name not in self.local_imports:
-            return None
-        base = self.local_imports.get(name) or self.module.qualify_name(name)
-        if base is None:
-            return None
-        if parts:
-            parts.reverse()
-            return base + "." + ".".join(parts)
-        return base
+            return None  # a local shadows the import
+        return self.local_imports.get(name) or self.module.qualify_name(name)
 
     def report(self, rule: Rule, node: ast.AST, detail: str = "") -> None:
         if self.module.framework is not None and self.module.framework not in rule.frameworks:
@@ -707,18 +699,9 @@ def _augassign(ctx: FunctionContext, node: ast.AugAssign) -> None:
         ctx.bind(target, value, None)
 
 
-def _if(ctx: FunctionContext, node: ast.If) -> None:
+def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
     ctx.test(node.test)
-    rules = DISPATCH.nodes.get(ast.If)
-    if rules:
-        ctx._run(rules, node)
-    ctx.body(node.body)
-    ctx.body(node.orelse)
-
-
-def _while(ctx: FunctionContext, node: ast.While) -> None:
-    ctx.test(node.test)
-    rules = DISPATCH.nodes.get(ast.While)
+    rules = DISPATCH.nodes.get(type(node))
     if rules:
         ctx._run(rules, node)
     ctx.body(node.body)
@@ -795,8 +778,8 @@ _STATEMENTS = {
     ast.Assign: _assign,
     ast.AnnAssign: _annassign,
     ast.AugAssign: _augassign,
-    ast.If: _if,
-    ast.While: _while,
+    ast.If: _branch,
+    ast.While: _branch,
     ast.Assert: _assert,
     ast.For: _for,
     ast.AsyncFor: _for,

@@ -12,7 +12,7 @@ from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.context import FunctionContext, param_kind
 from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
-from autograph_cg.analysis.scope import ClassScope, ModuleScope
+from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name
 from autograph_cg.analysis.suppressions import scan
 
 from autograph_cg.rules.registry import RULES
@@ -270,16 +270,7 @@ def _per_call_state(
 
 
 def _dotted(scope: ModuleScope, node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    base = scope.qualify_name(node.id)
-    if base is None:
-        return None
-    return ".".join([base, *reversed(parts)])
+    return dotted_name(node, scope.qualify_name)
 
 
 class SiteCollector:

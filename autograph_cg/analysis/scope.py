@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Callable
 
 from autograph_cg.analysis.kinds import HOST, LAYER, UNKNOWN
 from autograph_cg.analysis.suppressions import Suppressions
@@ -11,6 +12,20 @@ from autograph_cg.findings import Span
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def dotted_name(node: ast.expr, base_of: Callable[[str], str | None]) -> str | None:
+    """`F.gelu` -> "paddle.nn.functional.gelu", given what the leading name stands for; None if unknown."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    base = base_of(node.id)
+    if base is None:
+        return None
+    return ".".join([base, *reversed(parts)]) if parts else base
 
 
 class ModuleScope:

@@ -52,14 +52,3 @@ def names_cpu(node: ast.expr | None) -> bool:
             return names_cpu(node.args[0])
     return False
 
-
-def names_cuda(node: ast.expr | None) -> bool:
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str) and node.value.split(":")[0] in ("cuda", "gpu")
-    if isinstance(node, ast.Call):
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if name == "CUDAPlace":
-            return True
-        if name == "device" and node.args:
-            return names_cuda(node.args[0])
-    return False

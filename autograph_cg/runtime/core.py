@@ -51,6 +51,20 @@ class Graph(Protocol):
     def live_outputs(self) -> list: ...
 
 
+class DeviceGraph:
+    """What the PyTorch and Paddle CUDA graphs share: replay the captured graph; outputs are their own history."""
+
+    _graph: Any
+    outputs: list
+
+    def replay(self) -> None:
+        self._graph.replay()
+
+    @property
+    def live_outputs(self) -> list:
+        return self.outputs
+
+
 class Ops(Protocol):
     """What the core needs from a framework. Both adapters implement every method."""
 

@@ -13,7 +13,7 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
-from .core import Runner, Slot, replay_backward, replay_forward
+from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .standin import StandInGraph
 
@@ -39,7 +39,7 @@ def _flag(name: str) -> Any:
         return None
 
 
-class PaddleCudaGraph:
+class PaddleCudaGraph(DeviceGraph):
     """A Paddle CUDA graph in thread-local mode in the shared pool, reset cleanly when capture fails."""
 
     def __init__(self, place: Any, pool: Any) -> None:
@@ -62,13 +62,6 @@ class PaddleCudaGraph:
         self._graph.capture_end()
         self.outputs = outputs
         return outputs
-
-    def replay(self) -> None:
-        self._graph.replay()
-
-    @property
-    def live_outputs(self) -> list:
-        return self.outputs
 
 
 class PaddleOps:

@@ -14,7 +14,7 @@ from typing import Any, ContextManager, Iterator, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
-from .core import Runner, Slot, replay_backward, replay_forward
+from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .standin import StandInGraph
 
@@ -43,7 +43,7 @@ def _autocast_state() -> tuple:
         )
 
 
-class CudaGraph:
+class CudaGraph(DeviceGraph):
     """A ``torch.cuda.CUDAGraph`` captured on the runtime's side stream into a shared pool,
     in thread-local mode, with garbage collection paused and a clean abort on failure."""
 
@@ -108,13 +108,6 @@ class CudaGraph:
             pass
         finally:
             heal.reset()
-
-    def replay(self) -> None:
-        self._graph.replay()
-
-    @property
-    def live_outputs(self) -> list:
-        return self.outputs
 
 
 class TorchOps:

@@ -31,10 +31,11 @@ class PoolLedger:
         """The pool for the next capture. A fresh one once the last graph of the old one is gone
         (the allocator retires a pool with its last graph) or after a failed capture (``poison``);
         otherwise one live graph is pinned so a garbage collection before the capture begins can't
-        retire the pool under it."""
+        retire the pool under it. Only graphs of the current pool count: graphs left in an old
+        pool keep that pool alive, not this one (sharing a retired pool trips the allocator)."""
         alive = list(self._graphs)
         if self.handle is None or not alive:
-            self.handle = self._new_pool()
+            self.handle, self._graphs, alive = self._new_pool(), weakref.WeakSet(), []
         self._pin = alive[0] if alive else None
         return self.handle
 
@@ -52,7 +53,7 @@ class PoolLedger:
         return self._seq
 
     def may_replay(self, seq: int) -> bool:
-        return all(s < seq for s in self.inflight.values())
+        return not self.inflight or max(self.inflight.values()) < seq
 
 
 _ledgers: dict[tuple, PoolLedger] = {}

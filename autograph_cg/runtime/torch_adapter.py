@@ -43,6 +43,11 @@ def _autocast_state() -> tuple:
         )
 
 
+# Graphs whose capture never ended: PyTorch keeps pointers to them (its table of capturing graphs,
+# the pinned-memory allocator's routing), so they must outlive those pointers. One per failed capture.
+_UNENDED: list = []
+
+
 class CudaGraph(DeviceGraph):
     """A ``torch.cuda.CUDAGraph`` captured on the runtime's side stream into a shared pool,
     in thread-local mode, with garbage collection paused and a clean abort on failure."""
@@ -59,17 +64,17 @@ class CudaGraph(DeviceGraph):
             try:
                 self._graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
             except BaseException:
-                self._abort(end_capture=False)
+                self._abort(began=False, end_capture=False)
                 raise
             try:
                 outputs = list(fn())
             except BaseException:
-                self._abort(end_capture=True)
+                self._abort(began=True, end_capture=True)
                 raise
             try:
                 self._graph.capture_end()
             except BaseException:
-                self._abort(end_capture=False)
+                self._abort(began=True, end_capture=False)
                 raise
         finally:
             if gc_enabled:
@@ -77,21 +82,35 @@ class CudaGraph(DeviceGraph):
         self.outputs = outputs
         return outputs
 
-    def _abort(self, end_capture: bool) -> None:
-        """Leave no capture, allocator routing or generator capture state behind."""
+    def _abort(self, began: bool, end_capture: bool) -> None:
+        """Leave no capture, allocator routing, pool reference or generator capture state behind."""
+        graph, index = self._graph, self._device.index
         if end_capture:
             try:
-                self._graph.capture_end()
+                graph.capture_end()
             except Exception:
                 pass
         try:  # capture_end skips this when the capture was invalidated (e.g. by a host sync)
-            torch._C._cuda_endAllocateToPool(self._device.index, self._pool)
+            torch._C._cuda_endAllocateToPool(index, self._pool)
+            began = True  # the capture had reached the pool
         except Exception:
             pass
         try:
-            self._graph.reset()
+            graph.pool()  # succeeds only for a capture that ended: reset() then releases the pool
+            ended = True
         except Exception:
-            pass
+            ended = False
+        if ended:
+            graph.reset()
+        else:
+            _UNENDED.append(graph)
+            if began:
+                # The capture took a use of the shared pool that reset() gives back only for ended
+                # captures; left taken, the pool (every graph of the model) would never be freed.
+                try:
+                    torch._C._cuda_releasePool(index, self._pool)
+                except Exception:
+                    pass
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("the capture stream is still capturing after an aborted capture")
         # Some PyTorch versions leave the default generator in capture mode when a capture dies

@@ -63,12 +63,12 @@ def test_pool_ledger_allows_replay_only_over_older_in_flight_captures():
     assert ledger.may_replay(first)
 
 
+class Graph:
+    """What the ledger sees of a graph: an object it can hold weakly."""
+
+
 def test_pool_ledger_retires_a_pool_with_its_last_graph_and_after_a_failure():
     ledger = PoolLedger(new_pool=object)
-
-    class Graph:
-        pass
-
     pool = ledger.pool_for_capture()
     first = Graph()
     ledger.adopt(first)
@@ -86,6 +86,20 @@ def test_pool_ledger_retires_a_pool_with_its_last_graph_and_after_a_failure():
     assert ref() is not None  # pinned until the next graph is adopted: a GC can't retire the pool
     ledger.poison()
     assert ledger.pool_for_capture() is not fresh
+
+
+def test_pool_ledger_after_a_failure_counts_only_graphs_of_the_new_pool():
+    ledger = PoolLedger(new_pool=object)
+    old_pool = ledger.pool_for_capture()
+    other_model = Graph()  # a graph of another model, alive throughout
+    ledger.adopt(other_model)
+    ledger.poison()  # a capture into old_pool failed
+    pool = ledger.pool_for_capture()
+    assert pool is not old_pool
+    inner = Graph()
+    ledger.adopt(inner)
+    del inner  # the new pool's last graph is gone: the allocator retires that pool
+    assert ledger.pool_for_capture() is not pool  # other_model's graph keeps old_pool, not this one
 
 
 class Box:

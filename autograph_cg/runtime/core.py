@@ -19,7 +19,7 @@ from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
 from .pools import PoolLedger, ledger_for
 from .stats import LayerStats
-from .tree import UnsupportedArgument, flatten, unflatten
+from .tree import UnsupportedArgument, flatten, flatten_call, unflatten
 
 
 class _CaptureDepth(threading.local):
@@ -73,8 +73,7 @@ class Ops(Protocol):
     def is_tensor(self, x: Any) -> bool: ...
     def is_static(self, x: Any) -> bool: ...
     def meta(self, t: Any) -> tuple: ...
-    def context(self) -> tuple: ...
-    def grad_enabled(self) -> bool: ...
+    def context(self) -> tuple: ...  # starts with whether grad mode is on
     def requires_grad(self, t: Any) -> bool: ...
     def grad_mode(self, enabled: bool) -> ContextManager: ...
     def capture_context(self) -> ContextManager: ...
@@ -241,15 +240,16 @@ class Runner:
             self.stats.eager_calls += 1
             return self.layer(*args, **kwargs)
         try:
-            tensors, spec = flatten((args, kwargs), ops.is_tensor, ops.is_static)
+            tensors, spec = flatten_call(args, kwargs, ops.is_tensor, ops.is_static)
         except UnsupportedArgument as err:
             return self._eager(args, kwargs, "unsupported argument", str(err))
         trainable = self._check_parameters()
-        needs_grad = ops.grad_enabled() and (trainable or any(map(ops.requires_grad, tensors)))
+        context = ops.context()
+        needs_grad = context[0] and (trainable or any(map(ops.requires_grad, tensors)))
         key = GraphKey(
             bool(getattr(self.layer, "training", False)),
             needs_grad,
-            ops.context(),
+            context,
             spec,
             tuple(map(ops.meta, tensors)),
         )

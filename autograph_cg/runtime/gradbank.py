@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .core import Ops
@@ -16,14 +16,21 @@ class GradBank:
     def __init__(self, ops: Ops, params: list) -> None:
         self.ops, self.params = ops, params
         self.flats, self.views = ops.flat_views(params)
+        self._used: dict[tuple, list] = {}  # per backward graph: the parameters it writes
 
-    def prepare(self, used: Sequence[int], can_write: bool) -> tuple[list, list, bool] | None:
+    def prepare(self, used: tuple, can_write: bool) -> tuple[list, list, bool] | None:
         """Get the views ready for the next backward graph: returns (cleared, foreign, write).
         ``write``: every grad was cleared, so the writing graph needs no zeroing. Otherwise the
-        regions the adding graph must not add to are zeroed. None when a region can't be reused."""
+        regions the adding graph must not add to are zeroed. None when a region can't be reused.
+        (No lasting reference to a view is kept here: held_elsewhere counts them.)"""
         ops, views = self.ops, self.views
-        grads = list(map(ops.grad_of, [self.params[j] for j in used]))
-        mine = list(map(ops.is_same, grads, [views[j] for j in used]))
+        params = self._used.get(used)
+        if params is None:
+            params = self._used[used] = [self.params[j] for j in used]
+        grads = list(map(ops.grad_of, params))
+        mine = [ops.is_same(g, views[j]) for g, j in zip(grads, used)]
+        if all(mine):  # accumulating into grads the bank owns
+            return [], [], False
         none = [j for g, j in zip(grads, used) if g is None]
         foreign = [j for g, j, m in zip(grads, used, mine) if g is not None and not m]
         if none and ops.held_elsewhere(self.flats, views, none):

@@ -10,10 +10,10 @@ class GraphKey(NamedTuple):
     needs_grad: bool  # forward + backward graphs, or one inference graph
     context: tuple  # grad mode, inference mode, autocast, as the adapter reads them
     spec: tuple  # structure of args/kwargs and the value of every non-tensor leaf
-    tensors: tuple  # (shape, dtype, device, requires_grad) per tensor leaf
+    tensors: tuple  # (shape, dtype, device, requires_grad[, strides]) per tensor leaf
 
 
-_FIELDS = ("shape", "dtype", "device", "requires_grad")
+_FIELDS = ("shape", "dtype", "device", "requires_grad", "strides")
 
 
 def explain_miss(key: GraphKey, known: Sequence[GraphKey]) -> str:

@@ -71,7 +71,6 @@ class PaddleOps:
 
     is_tensor = staticmethod(lambda x: isinstance(x, paddle.Tensor))
     is_static = staticmethod(lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
-    grad_enabled = staticmethod(paddle.is_grad_enabled)
     requires_grad = staticmethod(lambda t: not t.stop_gradient)
     data_ptr = staticmethod(paddle.Tensor.data_ptr)
     version = staticmethod(lambda t: t.inplace_version)

@@ -24,11 +24,17 @@ def _flag(name: str) -> bool:
 DEBUG = _flag(DEBUG_ENV)
 
 
+# Every call reads the switch, so the lookup goes to the mapping behind os.environ (which its
+# updates keep current) rather than through os.environ's per-key encoding and KeyError.
+_ENCODE = getattr(os.environ, "encodekey", lambda name: name)
+_SWITCHES = tuple((name, _ENCODE(name)) for name in (DISABLE_ENV, PADDLE_DISABLE_ENV))
+
+
 def disabled_by_env() -> str | None:
     """The environment variable that forces eager execution everywhere, if one is set."""
-    environ = os.environ
-    for name in (DISABLE_ENV, PADDLE_DISABLE_ENV):
-        if name in environ and _flag(name):
+    data = getattr(os.environ, "_data", None)
+    for name, key in _SWITCHES:
+        if (key in data if data is not None else name in os.environ) and _flag(name):
             return name
     return None
 

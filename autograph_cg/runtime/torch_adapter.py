@@ -26,7 +26,12 @@ _SYNC_TARGETS = [
 ] + [(torch, "nonzero")]
 
 
+_ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
+
+
 def _autocast_state() -> tuple:
+    if _ANY_AUTOCAST is not None and not _ANY_AUTOCAST():
+        return ()  # the common case, read in one call
     try:  # torch >= 2.4
         return (
             torch.is_autocast_enabled("cuda"),
@@ -43,6 +48,7 @@ def _autocast_state() -> tuple:
         )
 
 
+_clear_blas_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
 # Graphs whose capture never ended: PyTorch keeps pointers to them (its table of capturing graphs,
 # the pinned-memory allocator's routing), so they must outlive those pointers. One per failed capture.
 _UNENDED: list = []
@@ -60,6 +66,10 @@ class CudaGraph(DeviceGraph):
     def capture(self, fn: Any) -> list:
         gc_enabled = gc.isenabled()
         gc.disable()
+        # cuBLAS keeps one workspace per stream. Dropped before the capture, the capture's own lands
+        # in the graph pool; dropped after, it is a temporary of this graph like any other, shared
+        # with the pool's other graphs, instead of a second lasting workspace for the side stream.
+        _clear_blas_workspaces()
         try:
             try:
                 self._graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
@@ -77,6 +87,7 @@ class CudaGraph(DeviceGraph):
                 self._abort(began=True, end_capture=False)
                 raise
         finally:
+            _clear_blas_workspaces()
             if gc_enabled:
                 gc.enable()
         self.outputs = outputs
@@ -139,7 +150,6 @@ class TorchOps:
 
     is_tensor = staticmethod(lambda x: isinstance(x, torch.Tensor))
     is_static = staticmethod(lambda x: isinstance(x, _STATIC_TYPES))
-    grad_enabled = staticmethod(torch.is_grad_enabled)
     requires_grad = staticmethod(operator.attrgetter("requires_grad"))
     data_ptr = staticmethod(torch.Tensor.data_ptr)
     version = staticmethod(lambda t: t._version)
@@ -155,7 +165,7 @@ class TorchOps:
 
     @staticmethod
     def meta(t: torch.Tensor) -> tuple:
-        return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
+        return (tuple(t.shape), t.dtype, t.device, t.requires_grad, t.stride())
 
     @staticmethod
     def context() -> tuple:
@@ -194,8 +204,8 @@ class TorchOps:
 
     @staticmethod
     def make_static(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
-        with torch.no_grad():
-            static = torch.empty_like(t, memory_format=torch.contiguous_format).copy_(t)
+        with torch.no_grad():  # the input's own layout (channels-last stays so) where it is dense
+            static = torch.empty_like(t).copy_(t)
         return static.requires_grad_(requires_grad)
 
     @staticmethod

@@ -30,6 +30,7 @@ _CONSTANT_TYPES: tuple[type, ...] = (
 
 TENSOR = "T"
 _LIST, _TUPLE, _DICT, _NAMED, _CONST = "L", "U", "D", "N", "C"
+ONE_TENSOR_CALL = (_TUPLE, ((_TUPLE, ((TENSOR,),)), (_DICT, (), ())))  # the spec of f(tensor)
 
 
 class UnsupportedArgument(TypeError):
@@ -43,6 +44,15 @@ def flatten(
     tensors: list[Any] = []
     spec = _flatten(obj, tensors, is_tensor, is_static)
     return tensors, spec
+
+
+def flatten_call(
+    args: tuple, kwargs: dict, is_tensor: Callable[[Any], bool], is_static: Callable[[Any], bool]
+) -> tuple[list[Any], tuple]:
+    """``flatten((args, kwargs))``, with the usual call of one tensor answered without a walk."""
+    if not kwargs and len(args) == 1 and is_tensor(args[0]):
+        return [args[0]], ONE_TENSOR_CALL
+    return flatten((args, kwargs), is_tensor, is_static)
 
 
 def _flatten(obj: Any, out: list[Any], is_tensor: Callable, is_static: Callable) -> tuple:

@@ -68,3 +68,21 @@ def test_importing_the_runtime_loads_no_framework_and_no_analyzer():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_inputs_keep_their_memory_layout(torch_fw):
+    """A channels-last input reaches the layer channels-last, as in eager (same kernels, same bits),
+    and a contiguous input of the same shape gets a graph of its own."""
+    import torch
+
+    fw = torch_fw
+    ref = torch.nn.Conv2d(3, 4, 1).to(fw.device)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=0)
+    x = torch.randn(2, 3, 5, 5, device=fw.device)
+    for fmt in (torch.channels_last, torch.channels_last, torch.contiguous_format):
+        xin = x.contiguous(memory_format=fmt)
+        with torch.no_grad():
+            got, want = wrapped(xin), ref(xin)
+        assert got.stride() == want.stride(), fmt
+        assert torch.equal(got, want), fmt
+    assert wrapped.stats["captures"] == 2 and wrapped.stats["forward_replays"] == 3

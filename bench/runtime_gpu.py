@@ -5,7 +5,8 @@ For a stack of 24 pre-LN MLP blocks (d=256, batch 8) and 8 ``nn.TransformerEncod
 loss, backward) and of an inference forward for: eager; ``torch.cuda.make_graphed_callables`` per
 layer and on the whole model; ``CUDAGraphedLayer`` per block and on the whole model; one raw CUDA
 graph of the whole step; and the GPU-busy time of the eager step from the profiler (sum of device
-activity). Peak memory is the allocator's peak above what was allocated before the model existed.
+activity). Peak memory is the allocator's peak above what was allocated before the model existed,
+with cuBLAS's cached workspaces dropped first so each variant counts the ones it allocates.
 
     python bench/runtime_gpu.py [--iters 30] [--json results.json]
 """
@@ -194,11 +195,13 @@ def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dic
 def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int, ...]) -> dict[str, Any]:
     from autograph_cg.runtime import layer_stats
 
+    clear_blas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     out: dict[str, Any] = {}
     for name, build in variants(torch, make, shape).items():
         for train in (True, False):
             mode = "train" if train else "infer"
             gc.collect()
+            clear_blas()  # every variant pays for the cuBLAS workspaces it uses, eager too
             torch.cuda.empty_cache()
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()

@@ -86,3 +86,20 @@ def test_inputs_keep_their_memory_layout(torch_fw):
         assert got.stride() == want.stride(), fmt
         assert torch.equal(got, want), fmt
     assert wrapped.stats["captures"] == 2 and wrapped.stats["forward_replays"] == 3
+
+
+def test_zero_grad_clears_every_parameter_before_and_after_capture(torch_fw):
+    import torch
+
+    fw = torch_fw
+    wrapped = fw.wrap(fw.container([fw.build("MLP", D), fw.build("MLP", D)]), num_warmup_steps=1)
+    for step, set_to_none in enumerate((True, False, True, True)):
+        x = torch.randn(B, D, device=fw.device, requires_grad=True)
+        wrapped(x).square().mean().backward()
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in wrapped.parameters()), step
+        wrapped.zero_grad(set_to_none=set_to_none)
+        if set_to_none:
+            assert all(p.grad is None for p in wrapped.parameters()), step
+        else:
+            assert all(p.grad is not None and not p.grad.any() for p in wrapped.parameters()), step
+    assert wrapped.stats["backward_replays"] == 3

@@ -381,29 +381,30 @@ class Runner:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
-            with ops.capture_stream(backend, device), ops.capture_context(), _capturing():
+            with ops.capture_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)
                 out_spec = last_spec[0]
-                fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                flat = fwd.capture(run_layer)
-                ledger.adopt(fwd)
-                if last_spec[0] != out_spec:
-                    raise RuntimeError("the output structure changed between two runs")
-                slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
-                slot.writers = [ops.writer(t) for t in static]
-                if slot.diff_outputs and (slot.used_inputs or slot.used_params):
-                    slot.params = [leaves[j] for j in slot.used_params]
-                    slot.targets = [params[j] for j in slot.used_params]
-                    slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
-                    slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                    slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
-                    ledger.adopt(slot.bwd)
-                    slot.bwd_seq = ledger.next_seq()
-                    if slot.used_params:
-                        slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
-                        slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
-                        ledger.adopt(slot.bwd_fresh)
-                        slot.bwd_fresh_seq = ledger.next_seq()
+                with ops.capture_stream(backend, device):
+                    fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+                    flat = fwd.capture(run_layer)
+                    ledger.adopt(fwd)
+                    if last_spec[0] != out_spec:
+                        raise RuntimeError("the output structure changed between two runs")
+                    slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
+                    slot.writers = [ops.writer(t) for t in static]
+                    if slot.diff_outputs and (slot.used_inputs or slot.used_params):
+                        slot.params = [leaves[j] for j in slot.used_params]
+                        slot.targets = [params[j] for j in slot.used_params]
+                        slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+                        slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+                        slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
+                        ledger.adopt(slot.bwd)
+                        slot.bwd_seq = ledger.next_seq()
+                        if slot.used_params:
+                            slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
+                            slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
+                            ledger.adopt(slot.bwd_fresh)
+                            slot.bwd_fresh_seq = ledger.next_seq()
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
             ledger.poison()
             self._restore_state(state)
@@ -434,8 +435,9 @@ class Runner:
         return run_layer, last_spec
 
     def _probe(self, run_layer: Callable[[], list], static: list, params: list, train: bool) -> tuple:
-        """One throwaway run on the capture stream: initialises per-stream handles and workspaces
-        outside the capture and finds which outputs, inputs and parameters take part in backward."""
+        """One throwaway run, on the caller's stream (a run on the capture stream would give that
+        stream lasting library workspaces of its own): finds which outputs, inputs and parameters
+        take part in backward, and leaves nothing lazily initialised for the capture to meet."""
         ops = self.ops
         flat = run_layer()
         if not train:

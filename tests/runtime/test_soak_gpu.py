@@ -18,6 +18,9 @@ pytestmark = [
 REPLAYS = 10_000
 MARKS = (1, 10, 100, 1_000, 2_500, 5_000, 7_500, 10_000)
 GROWTH_BOUND = 64 * 1024  # bytes: a leak of one small tensor per replay would pass it within a few dozen steps
+# The reference point: by then the eager twin has re-created the cuBLAS workspaces that the capture
+# dropped (once; see CudaGraph.capture), so what follows is the runtime's own curve.
+REFERENCE = 10
 
 
 def test_ten_thousand_training_replays_keep_memory_flat() -> None:
@@ -43,12 +46,13 @@ def test_ten_thousand_training_replays_keep_memory_flat() -> None:
         if replays in MARKS:
             curve[replays] = torch.cuda.memory_allocated()
     torch.cuda.synchronize()
-    print(f"\nsoak: memory_allocated at replay 1 = {curve[1]} B, at replay {REPLAYS} = {curve[REPLAYS]} B; curve {curve}")
+    print(f"\nsoak: memory_allocated at replay {REFERENCE} = {curve[REFERENCE]} B, at replay {REPLAYS} = {curve[REPLAYS]} B; curve {curve}")
 
     stats = wrapped.stats
     assert (stats["captures"], stats["recaptures"], stats["eager_calls"], stats["eager_backwards"]) == (1, 0, 0, 0)
     assert stats["forward_replays"] == stats["backward_replays"] == REPLAYS
-    assert max(curve.values()) - curve[1] <= GROWTH_BOUND, curve
-    assert curve[REPLAYS] - curve[1] <= GROWTH_BOUND, curve
+    after = [v for mark, v in curve.items() if mark >= REFERENCE]
+    assert max(after) - curve[REFERENCE] <= GROWTH_BOUND, curve
+    assert curve[REPLAYS] - curve[REFERENCE] <= GROWTH_BOUND, curve
     for p, q in zip(eager.parameters(), wrapped.parameters()):
         torch.testing.assert_close(q, p, rtol=1e-3, atol=1e-4)

@@ -92,6 +92,9 @@ class Ops(Protocol):
     def zero_(self, t: Any) -> None: ...
     def zeros_like(self, t: Any) -> Any: ...
     def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
+    def backward_into(
+        self, outputs: list, grad_outputs: list, leaves: list, take: Callable[[int, Any], None], retain: bool
+    ) -> None: ...  # hands take(k, grad) each leaf's gradient once complete; none for unused leaves
     def foreach_copy_(self, dsts: list, srcs: list) -> None: ...
     def flat_views(self, params: list) -> tuple[list, list]: ...
     def grad_of(self, p: Any) -> Any: ...
@@ -447,31 +450,56 @@ class Runner:
         cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
         if not diff_out or not (cand or params):
             return (nondiff, diff_out, (), ())
-        grads = ops.autograd_grad(
+        got: set[int] = set()  # which leaves received a gradient; each is dropped on arrival
+        ops.backward_into(
             [flat[i] for i in diff_out],
-            [static[i] for i in cand] + params,
             [ops.zeros_like(flat[i]) for i in diff_out],
+            [static[i] for i in cand] + params,
+            lambda k, grad: got.add(k),
+            retain=False,
         )
-        used_inputs = tuple(i for i, g in zip(cand, grads[: len(cand)]) if g is not None)
-        used_params = tuple(j for j, g in enumerate(grads[len(cand) :]) if g is not None)
+        used_inputs = tuple(i for k, i in enumerate(cand) if k in got)
+        used_params = tuple(j for j in range(len(params)) if len(cand) + j in got)
         return (nondiff, diff_out, used_inputs, used_params)
 
     def _backward_fn(
         self, slot: Slot, bank: GradBank | None, store: Callable[[list, list], None]
     ) -> Callable[[], list]:
-        """The captured backward: input grads into static buffers, parameter grads stored (added or
-        written) into the bank's views. The views are looked up per run: a lasting reference would
-        hide a user's alias from GradBank.prepare, which counts references."""
-        ops = self.ops
+        """The captured backward: input grads become graph outputs, parameter grads are stored
+        (added or written) into the bank's views a group at a time as they complete, so the
+        parameter grads never all exist at once beside the bank (eager's backward never holds them
+        twice either). The views are looked up per run: a lasting reference would hide a user's
+        alias from GradBank.prepare, which counts references."""
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
         n = len(inputs)
 
         def run_backward() -> list:
             outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
-            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
-            if bank is not None and slot.used_params:
-                store([bank.views[j] for j in slot.used_params], grads[n:])
-            return grads[:n]
+            in_grads: list = [None] * n
+            pending: tuple[list, list] = ([], [])
+            held = [0]
+
+            def flush() -> None:
+                if pending[0]:
+                    store(*pending)
+                    pending[0].clear()
+                    pending[1].clear()
+                    held[0] = 0
+
+            def take(k: int, grad: Any) -> None:
+                if k < n:
+                    in_grads[k] = grad
+                    return
+                j = slot.used_params[k - n]
+                pending[0].append(bank.views[j])  # type: ignore[union-attr]
+                pending[1].append(grad)
+                held[0] += bank.sizes[j]  # type: ignore[union-attr]
+                if held[0] >= bank.group_size:  # type: ignore[union-attr]
+                    flush()
+
+            self.ops.backward_into(outs, slot.grad_outputs, inputs + slot.params, take, retain=True)
+            flush()
+            return in_grads
 
         return run_backward
 

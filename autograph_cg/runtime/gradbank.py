@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,6 +17,10 @@ class GradBank:
     def __init__(self, ops: Ops, params: list) -> None:
         self.ops, self.params = ops, params
         self.flats, self.views = ops.flat_views(params)
+        self.sizes = [math.prod(ops.meta(v)[0]) for v in self.views]
+        # A backward graph stores parameter grads a group at a time: at most about this many
+        # elements of them exist at once beside the bank.
+        self.group_size = max(sum(self.sizes) // 8, 1)
         self._used: dict[tuple, list] = {}  # per backward graph: the parameters it writes
 
     def prepare(self, used: tuple, can_write: bool) -> tuple[list, list, bool] | None:

@@ -147,6 +147,14 @@ class PaddleOps:
         return list(paddle.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True))
 
     @staticmethod
+    def backward_into(outputs: list, grad_outputs: list, leaves: list, take: Any, retain: bool) -> None:
+        # Paddle runs no hook after accumulation: all grads come at once, then are handed over.
+        grads = paddle.grad(outputs, leaves, grad_outputs, retain_graph=retain, allow_unused=True)
+        for k, grad in enumerate(grads):
+            if grad is not None:
+                take(k, grad)
+
+    @staticmethod
     def flat_views(params: list) -> tuple[list, list]:
         groups: dict[tuple, list[int]] = {}
         for j, p in enumerate(params):

@@ -239,6 +239,25 @@ class TorchOps:
         )
 
     @staticmethod
+    def backward_into(outputs: list, grad_outputs: list, leaves: list, take: Any, retain: bool) -> None:
+        """``backward`` into the leaves, each gradient handed over and dropped as soon as its
+        AccumulateGrad ran (the leaves hold no grad before or after)."""
+
+        def hook_for(k: int) -> Any:
+            def hook(leaf: torch.Tensor) -> None:
+                grad, leaf.grad = leaf.grad, None
+                take(k, grad)
+
+            return hook
+
+        handles = [leaf.register_post_accumulate_grad_hook(hook_for(k)) for k, leaf in enumerate(leaves)]
+        try:
+            torch.autograd.backward(outputs, grad_outputs, retain_graph=retain, inputs=leaves)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    @staticmethod
     def flat_views(params: list) -> tuple[list, list]:
         groups: dict[tuple, list[int]] = {}
         for j, p in enumerate(params):

@@ -14,7 +14,6 @@ the end every file of the scratch copy must equal its source. Prints counts; exi
 
 from __future__ import annotations
 
-import argparse
 import ast
 import os
 import shutil
@@ -29,8 +28,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from corpus import CorpusRoot, fetch_all, python_files  # noqa: E402
-from rewrite_corpus import Tally, _row, bench_root  # noqa: E402
+from corpus import CorpusRoot, python_files  # noqa: E402
+from rewrite_corpus import Tally, _row, bench_root, corpus_parser, fetch_roots  # noqa: E402
 
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
@@ -265,16 +264,11 @@ def sample_root(files: Sequence[tuple[CorpusRoot, Path]], dest: Path) -> CorpusR
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=None, help="processes (default: one per core)")
-    parser.add_argument("--corpus", type=Path, default=None, help="corpus cache (default: see bench/corpus.py)")
-    parser.add_argument("--wrap-unknown", action="store_true", help="let the plan wrap classes whose verdict is unknown")
+    parser = corpus_parser(__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=0, help="check a fixed sample of N corpus files instead of all")
     args = parser.parse_args(argv)
-    try:
-        roots = fetch_all(args.corpus)
-    except (RuntimeError, OSError) as exc:
-        print(f"corpus_safety: cannot fetch the corpus: {exc}", file=sys.stderr)
+    roots = fetch_roots("corpus_safety", args.corpus)
+    if roots is None:
         return 1
     total = Safety(Tally())
     with tempfile.TemporaryDirectory(prefix="autograph-cg-safety-") as tmp:

@@ -141,16 +141,28 @@ def _row(name: str, t: Tally) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=None, help="analysis processes (default: one per core)")
+def corpus_parser(description: str) -> argparse.ArgumentParser:
+    """The options of every benchmark that rewrites the corpus."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--jobs", type=int, default=None, help="processes (default: one per core)")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus cache (default: see bench/corpus.py)")
     parser.add_argument("--wrap-unknown", action="store_true", help="let the plan wrap classes whose verdict is unknown")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def fetch_roots(tool: str, corpus: Path | None) -> list | None:
+    """The corpus distributions, or None after saying on stderr why they could not be fetched."""
     try:
-        roots = fetch_all(args.corpus)
+        return fetch_all(corpus)
     except (RuntimeError, OSError) as exc:
-        print(f"rewrite_corpus: cannot fetch the corpus: {exc}", file=sys.stderr)
+        print(f"{tool}: cannot fetch the corpus: {exc}", file=sys.stderr)
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = corpus_parser(__doc__.splitlines()[0]).parse_args(argv)
+    roots = fetch_roots("rewrite_corpus", args.corpus)
+    if roots is None:
         return 1
     total = Tally()
     with tempfile.TemporaryDirectory(prefix="autograph-cg-rewrite-bench-") as scratch:

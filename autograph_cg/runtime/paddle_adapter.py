@@ -95,14 +95,6 @@ class PaddleOps:
         return nullcontext()
 
     @staticmethod
-    def parameters(layer: paddle.nn.Layer) -> list:
-        return list(layer.parameters())
-
-    @staticmethod
-    def buffers(layer: paddle.nn.Layer) -> list:
-        return list(layer.buffers())
-
-    @staticmethod
     def input_reason(t: paddle.Tensor, backend: str) -> str | None:
         if backend == "cuda" and not t.place.is_gpu_place():
             return f"is on {t.place}, not CUDA"

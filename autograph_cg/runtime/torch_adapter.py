@@ -187,14 +187,6 @@ class TorchOps:
             torch.set_autocast_cache_enabled(cached)
 
     @staticmethod
-    def parameters(layer: torch.nn.Module) -> list:
-        return list(layer.parameters())
-
-    @staticmethod
-    def buffers(layer: torch.nn.Module) -> list:
-        return list(layer.buffers())
-
-    @staticmethod
     def input_reason(t: torch.Tensor, backend: str) -> str | None:
         if backend == "cuda" and t.device.type != "cuda":
             return f"is on {t.device}, not CUDA"

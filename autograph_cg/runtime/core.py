@@ -74,6 +74,7 @@ class Ops(Protocol):
     def is_static(self, x: Any) -> bool: ...
     def meta(self, t: Any) -> tuple: ...
     def context(self) -> tuple: ...  # starts with whether grad mode is on
+    def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
     def requires_grad(self, t: Any) -> bool: ...
     def grad_mode(self, enabled: bool) -> ContextManager: ...
     def capture_context(self) -> ContextManager: ...
@@ -218,6 +219,7 @@ class Runner:
         self._params: list | None = None
         self._buffers: list = []
         self._signature: tuple | None = None
+        self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
         self._anchor: Any = None
 
@@ -319,24 +321,33 @@ class Runner:
                 return "", None, f"tensor argument {i} {why}"
         return backend, device, ""
 
-    def _check_parameters(self) -> bool:
-        """Re-capture when a parameter or buffer moved (``.to()``, ``param.data = ...``) or froze;
-        returns whether any parameter is trainable."""
-        ops = self.ops
-        if self._params is None:
+    def _read_parameters(self) -> list:
+        """The layer's parameters, re-read when the framework says any layer registered a new
+        parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
+        ``block.fc = nn.Linear(...)``): a walk per call would cost more than the replay."""
+        epoch = self.ops.structure_epoch()
+        if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = list(self.layer.buffers())
-        flags = tuple(map(ops.requires_grad, self._params))
+            self._epoch = epoch
+        return self._params
+
+    def _check_parameters(self) -> bool:
+        """Re-capture when a parameter or buffer was replaced, moved (``.to()``, ``param.data = ...``)
+        or froze; returns whether any parameter is trainable."""
+        ops = self.ops
+        params = self._read_parameters()
+        flags = tuple(map(ops.requires_grad, params))
         signature = (
-            tuple(map(ops.data_ptr, self._params)),
+            tuple(map(id, params)),
+            tuple(map(ops.data_ptr, params)),
             flags,
             tuple(map(ops.data_ptr, self._buffers)),
         )
         if signature != self._signature:
             if self._signature is not None and self.graph_count:
                 self._drop_graphs()
-                self.stats.recaptures += 1
-                self.stats.fallback("parameters or buffers were re-allocated or frozen: graphs re-captured")
+                self.stats.recapture("parameters or buffers were replaced, re-allocated or frozen")
             self._signature = signature
         return any(flags)
 

@@ -87,6 +87,10 @@ class PaddleOps:
         return (paddle.is_grad_enabled(), _amp_state())
 
     @staticmethod
+    def structure_epoch() -> int:
+        return 0  # Paddle has no registration hooks: parameters are read once (docs/runtime.md)
+
+    @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:
         return paddle.enable_grad() if enabled else paddle.no_grad()
 

@@ -42,6 +42,12 @@ class LayerStats:
         if self.fallbacks[reason] == 1:
             logger.warning("%s runs eagerly: %s%s", self.name, reason, f" ({detail})" if detail else "")
 
+    def recapture(self, reason: str) -> None:
+        """Count one drop of every graph; the first is logged (the next call captures again)."""
+        self.recaptures += 1
+        if self.recaptures == 1:
+            logger.warning("%s captures again: %s", self.name, reason)
+
     def disable(self, reason: str) -> None:
         if self.disabled_reason is None:
             self.disabled_reason = reason

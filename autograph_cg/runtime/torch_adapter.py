@@ -29,6 +29,21 @@ _SYNC_TARGETS = [
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
 
 
+class _Structure:
+    """Counts registrations of parameters, buffers and submodules in any module of the process, so a
+    wrapper re-reads its layer's parameters only after one (a counter, nothing changed)."""
+
+    epoch = 0
+
+    @classmethod
+    def bump(cls, *args: Any) -> None:
+        cls.epoch += 1
+
+
+for _register in ("parameter", "buffer", "module"):
+    getattr(torch.nn.modules.module, f"register_module_{_register}_registration_hook")(_Structure.bump)
+
+
 def _autocast_state() -> tuple:
     if _ANY_AUTOCAST is not None and not _ANY_AUTOCAST():
         return ()  # the common case, read in one call
@@ -170,6 +185,10 @@ class TorchOps:
     @staticmethod
     def context() -> tuple:
         return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), _autocast_state())
+
+    @staticmethod
+    def structure_epoch() -> int:
+        return _Structure.epoch
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:
@@ -391,14 +410,13 @@ class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):
     _children = "_modules"
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """``Module.zero_grad`` over the parameters the graphs were built on (read at the first
-        call), without walking every submodule on every step: for a whole model that walk is a
-        large share of a graphed step's host time."""
-        params = self._runner._params
-        if params is None or not set_to_none:
+        """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any
+        registration), without walking every submodule on every step: for a whole model that walk
+        is a large share of a graphed step's host time."""
+        if not set_to_none:
             super().zero_grad(set_to_none)
             return
-        for p in params:
+        for p in self._runner._read_parameters():
             p.grad = None
 
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:

@@ -232,3 +232,33 @@ def test_parameter_grads_are_stored_a_group_at_a_time(fw):
     n_params = len(list(ref.parameters()))
     assert wrapped.stats["backward_replays"] >= 2 and sizes
     assert max(sizes) < n_params / 2 and len(sizes) >= 4  # in groups, not all at once
+
+
+def test_replaced_parameters_and_sublayers_are_recaptured(torch_fw):
+    """A checkpoint loaded by assignment or a replaced sublayer puts new parameter objects in the
+    layer: the replays use them and their grads, as eager does."""
+    import copy
+
+    import torch
+
+    fw = torch_fw
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=0)
+    for change in ("assign", "sublayer"):
+        run(fw, wrapped, randn(B, D))
+        if change == "assign":
+            state = {k: torch.randn_like(v) for k, v in ref.state_dict().items()}
+            ref.load_state_dict(state)
+            wrapped.load_state_dict(state, assign=True)
+        else:
+            wrapped.layer.fc2 = torch.nn.Linear(4 * D, D).to(fw.device)
+            ref.fc2 = copy.deepcopy(wrapped.layer.fc2)
+        for model in (wrapped, ref):
+            model.zero_grad(set_to_none=True)
+        x = randn(B, D)
+        y1, g1 = run(fw, wrapped, x)
+        y0, g0 = run(fw, ref, x)
+        assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), change
+        assert_all_close(fw.param_grads(wrapped), fw.param_grads(ref), fw.atol, change)
+    assert wrapped.stats["recaptures"] == 2 and wrapped.stats["captures"] == 3
+    assert not wrapped.stats["fallbacks"]

@@ -485,29 +485,29 @@ class Runner:
         def run_backward() -> list:
             outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
             in_grads: list = [None] * n
-            pending: tuple[list, list] = ([], [])
-            held = [0]
-
-            def flush() -> None:
-                if pending[0]:
-                    store(*pending)
-                    pending[0].clear()
-                    pending[1].clear()
-                    held[0] = 0
+            views: list = []
+            grads: list = []
+            held = 0
 
             def take(k: int, grad: Any) -> None:
+                nonlocal held
                 if k < n:
                     in_grads[k] = grad
                     return
+                assert bank is not None  # a parameter gradient implies trainable parameters
                 j = slot.used_params[k - n]
-                pending[0].append(bank.views[j])  # type: ignore[union-attr]
-                pending[1].append(grad)
-                held[0] += bank.sizes[j]  # type: ignore[union-attr]
-                if held[0] >= bank.group_size:  # type: ignore[union-attr]
-                    flush()
+                views.append(bank.views[j])
+                grads.append(grad)
+                held += bank.sizes[j]
+                if held >= bank.group_size:
+                    store(views, grads)
+                    views.clear()
+                    grads.clear()
+                    held = 0
 
             self.ops.backward_into(outs, slot.grad_outputs, inputs + slot.params, take, retain=True)
-            flush()
+            if views:
+                store(views, grads)
             return in_grads
 
         return run_backward

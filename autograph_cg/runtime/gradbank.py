@@ -21,7 +21,6 @@ class GradBank:
         # A backward graph stores parameter grads a group at a time: at most about this many
         # elements of them exist at once beside the bank.
         self.group_size = max(sum(self.sizes) // 8, 1)
-        self._used: dict[tuple, list] = {}  # per backward graph: the parameters it writes
 
     def prepare(self, used: tuple, can_write: bool) -> tuple[list, list, bool] | None:
         """Get the views ready for the next backward graph: returns (cleared, foreign, write).
@@ -29,10 +28,7 @@ class GradBank:
         regions the adding graph must not add to are zeroed. None when a region can't be reused.
         (No lasting reference to a view is kept here: held_elsewhere counts them.)"""
         ops, views = self.ops, self.views
-        params = self._used.get(used)
-        if params is None:
-            params = self._used[used] = [self.params[j] for j in used]
-        grads = list(map(ops.grad_of, params))
+        grads = [ops.grad_of(self.params[j]) for j in used]
         mine = [ops.is_same(g, views[j]) for g, j in zip(grads, used)]
         if all(mine):  # accumulating into grads the bank owns
             return [], [], False

@@ -41,6 +41,7 @@ class Summary:
     verdicts: dict[str, int]
     sites: int
     lines: int
+    internal_errors: int = 0  # analyzer bugs met and contained: the run exits 2
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -53,6 +54,7 @@ class Summary:
             "verdicts": self.verdicts,
             "sites": self.sites,
             "lines": self.lines,
+            "internal_errors": self.internal_errors,
         }
 
 
@@ -96,20 +98,23 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
         package.compute_all()
     plan = make_plan(package, options.wrap_unknown)
     findings = package.reachable_findings()
+    internal = package.internal_errors()
     families = Counter(family_of(f.code).name for f in findings)
     codes = Counter(f.code for f in findings)
     statuses = Counter(v.status.value for v in plan.verdicts.values())
     summary = Summary(
         files=len(sources),
         analyzed=len(modules),
-        failed=len(read_errors),
+        failed=sum(1 for e in read_errors if not e.internal),
         findings=len(findings),
         by_family=dict(sorted(families.items())),
         by_code=dict(sorted(codes.items())),
         verdicts={s.value: statuses.get(s.value, 0) for s in Status},
         sites=sum(1 for s in plan.sites if not s.existing),
         lines=sum(m.lines for m in modules),
+        internal_errors=len(internal) + sum(1 for e in read_errors if e.internal),
     )
+    read_errors = sorted(read_errors + internal, key=lambda e: e.path)
     analysis = Analysis(findings, read_errors, plan, [m.path for m in modules], summary)
     facts_cache.save(file_key for _, file_key, _ in stamped)
     results.put(key, analysis)

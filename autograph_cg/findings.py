@@ -49,10 +49,13 @@ class Finding:
 
 @dataclass(frozen=True)
 class SourceError:
-    """A file (or path argument) that could not be analyzed, and why, in one line."""
+    """A file (or path argument) that could not be analyzed, and why, in one line.
+
+    `internal`: a bug of the analyzer, not of the input (the rest of the file may still be analyzed)."""
 
     path: str
     message: str
+    internal: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

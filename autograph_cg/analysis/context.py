@@ -7,6 +7,7 @@ local names; rules see the kinds already computed for the sub-expressions of the
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING, Iterable
 
 from autograph_cg.analysis import frameworks as fw
@@ -85,6 +86,28 @@ def _annotation_kind(annotation: ast.expr | None) -> int | None:
     return UNKNOWN
 
 
+#: Methods only a tensor has: a parameter they are called on is a tensor whatever its name says.
+_TENSOR_EVIDENCE = (
+    "item", "tolist", "numel", "unsqueeze", "squeeze", "transpose", "permute", "reshape", "view", "flatten",
+    "contiguous", "detach", "clone", "float", "half", "bfloat16", "cuda", "masked_fill", "expand", "type_as",
+    "astype", "cast", "matmul", "softmax", "sigmoid", "exp", "sum", "mean", "chunk", "unbind", "dim",
+)  # fmt: skip
+#: Methods of lists and dicts: a parameter they are called on is a container, not a tensor.
+_CONTAINER_EVIDENCE = ("append", "extend", "insert", "setdefault", "items", "keys", "values", "get", "update", "pop")
+_EVIDENCE = re.compile(r"\b([A-Za-z_]\w*)\s*\.\s*(" + "|".join(_TENSOR_EVIDENCE + _CONTAINER_EVIDENCE) + r")\s*\(")
+_CONTAINER_METHODS = frozenset(_CONTAINER_EVIDENCE)
+
+
+def evidence_kinds(text: str, names: Iterable[str]) -> dict[str, int]:
+    """What the methods called on each parameter say it is: a container wins over a tensor."""
+    wanted = set(names)
+    found: dict[str, int] = {}
+    for name, method in _EVIDENCE.findall(text):
+        if name in wanted and found.get(name) != UNKNOWN:
+            found[name] = UNKNOWN if method in _CONTAINER_METHODS else TENSOR
+    return found
+
+
 def param_kind(arg: ast.arg, default: ast.expr | None) -> int:
     """Parameters are tensors unless their annotation, default or name says they are host values."""
     annotated = _annotation_kind(arg.annotation)
@@ -107,7 +130,7 @@ class FunctionContext:
 
     __slots__ = (
         "module", "cls", "qualname", "env", "origins", "kinds", "findings", "calls", "writes_self",
-        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests",
+        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str) -> None:
@@ -125,6 +148,7 @@ class FunctionContext:
         self.local_imports: dict[str, str] = {}
         self._test_depth = 0
         self.self_tests: list[tuple[str, ast.AST]] = []  # `if self.X:` tests, for per-call state checks
+        self.arguments: set[str] = set()  # a forward's parameters not rebound yet: objects owned by the caller
 
     # ----- what rules ask -----------------------------------------------------------------------------------
     @property
@@ -144,6 +168,12 @@ class FunctionContext:
         if isinstance(node, ast.Starred):
             return self.holds_tensor(node.value)
         return is_tensor(self.kinds.get(id(node), UNKNOWN))
+
+    def is_global(self, name: str) -> bool:
+        return name not in self.env and self.module.is_global_variable(name)
+
+    def is_argument(self, name: str) -> bool:
+        return name in self.arguments
 
     def in_test(self) -> bool:
         """Whether the node being checked is (part of) an if/while/assert/ternary condition."""
@@ -180,10 +210,10 @@ class FunctionContext:
                 for hit, text in rule.check(self, node):
                     self.report(rule, hit, text)
 
-    def _match(self, rules: Iterable[Rule], node: ast.Call, detail: str) -> None:
-        """Rules that matched a call by name report it when their guard agrees."""
+    def _match(self, rules: Iterable[Rule], node: ast.Call, detail: str, name: str) -> None:
+        """Rules that matched a call by `name` (resolved through imports, never as written) report it when their guard agrees."""
         for rule in rules:
-            if rule.guard is None or rule.guard(self, node):
+            if rule.guard is None or rule.guard(self, node, name):
                 self.report(rule, node, detail)
 
     # ----- the walk -------------------------------------------------------------------------------------------
@@ -193,9 +223,15 @@ class FunctionContext:
         """`host_args[i]`: every call seen passes a host value as positional argument i (the parameter is host)."""
         self.bind_params(func.args, is_method)
         positional = func.args.posonlyargs + func.args.args
+        named = [a for a in (positional[1:] if is_method else positional) + func.args.kwonlyargs if a.annotation is None]
+        if named:
+            lines = self.module.lines[func.lineno - 1 : func.end_lineno or func.lineno]
+            self.env.update(evidence_kinds("\n".join(lines), (a.arg for a in named)))
         for arg, is_host in zip(positional[1:] if is_method else positional, host_args):
             if is_host:
                 self.env[arg.arg] = HOST
+        if is_method and func.name == "forward":
+            self.arguments = {a.arg for a in positional[1:] + func.args.kwonlyargs}
         self.body(func.body)
         return FunctionFacts(
             name=func.name,
@@ -278,6 +314,7 @@ class FunctionContext:
         if t is ast.Name:
             name = target.id  # type: ignore[attr-defined]
             self.env[name] = kind
+            self.arguments.discard(name)
             self.origins.pop(name, None)
             self.local_imports.pop(name, None)
             if name in self.globals_declared:
@@ -410,9 +447,12 @@ class FunctionContext:
             return self._call_qualified(node, qual, tensor_in)
         if name == "super":
             return LAYER
+        return self._call_builtin(node, name, tensor_in)
+
+    def _call_builtin(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         rules = DISPATCH.builtins.get(name)
         if rules:
-            self._match(rules, node, name + "()")
+            self._match(rules, node, name + "()", name)
         if name in fw.TENSOR_BUILTINS:  # abs/sum/pow/max/min apply operators: tensors in, tensors out
             if tensor_in:
                 return TENSOR
@@ -429,18 +469,20 @@ class FunctionContext:
 
     def _call_qualified(self, node: ast.Call, qual: str, tensor_in: bool) -> int:
         root, _, rest = qual.partition(".")
+        if root == "builtins" and "." not in rest:  # `from builtins import range as steps`
+            return self._call_builtin(node, rest, tensor_in)
         short = qual.rsplit(".", 1)[-1]
         rules = DISPATCH.functions.get(qual)
         detail = self.module.snippet(node.func) + "()"
         if rules:
-            self._match(rules, node, detail)
+            self._match(rules, node, detail, qual)
         for prefix, prefixed in DISPATCH.prefixes:
             if qual.startswith(prefix):
-                self._match(prefixed, node, detail)
+                self._match(prefixed, node, detail, qual)
         if root in fw.FRAMEWORKS:
             op_rules = DISPATCH.ops.get(short)
             if op_rules:
-                self._match(op_rules, node, detail)
+                self._match(op_rules, node, detail, short)
             if short in fw.HOST_FUNCTIONS:
                 return HOST
             if fw.layer_kind(qual) in ("known", "container", "framework") and short[:1].isupper() and ".nn." in qual + ".":
@@ -467,7 +509,7 @@ class FunctionContext:
         if recv == LAYER:
             rules = DISPATCH.layer_methods.get(method)
             if rules:
-                self._match(rules, node, "." + method + "()")
+                self._match(rules, node, "." + method + "()", method)
             if isinstance(receiver, ast.Name) and receiver.id == "self":
                 self._record("self", method, node, func)
                 return TENSOR
@@ -483,14 +525,14 @@ class FunctionContext:
             if method in _CONTAINER_MUTATORS:
                 self._run(DISPATCH.container_mutations, node)
             elif method == "format":
-                self._match(DISPATCH.format_calls, node, ".format()")
+                self._match(DISPATCH.format_calls, node, ".format()", "format")
             return HOST
         rules = DISPATCH.methods.get(method)
         if rules and maybe_tensor(recv):
-            self._match(rules, node, "." + method + "()")
+            self._match(rules, node, "." + method + "()", method)
         rules = DISPATCH.op_methods.get(method)
         if rules and is_tensor(recv):
-            self._match(rules, node, "." + method + "()")
+            self._match(rules, node, "." + method + "()", method)
         if method in _CONTAINER_MUTATORS:
             self._run(DISPATCH.container_mutations, node)
         framework = self.module.framework or "torch"

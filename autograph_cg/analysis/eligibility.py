@@ -12,9 +12,10 @@ from typing import Callable, Iterable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
+from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.index import REFERENCE
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
-from autograph_cg.findings import Finding
+from autograph_cg.findings import Finding, SourceError
 from autograph_cg.rules.registry import RULES
 
 MAX_REASONS = 8
@@ -38,6 +39,10 @@ class _Result:
                 return
             chain = (step, *reason.chain) if step else reason.chain
             self.reasons.append(Reason(chain, reason.code, reason.message, reason.path, reason.line))
+
+
+def _internal(where: str, detail: str, path: str, line: int) -> Reason:
+    return Reason((), INTERNAL, detail, path, line)
 
 
 class Package:
@@ -69,6 +74,7 @@ class Package:
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
+        self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -177,7 +183,17 @@ class Package:
             self._class_memo[qual] = verdict
             return verdict
         self._class_memo[qual] = Verdict(qual, module.path, cls.line, Status.ELIGIBLE)  # cycles: optimistic
-        result = self._class_result(qual)
+        in_progress = set(self._in_progress)
+        try:
+            result = self._class_result(qual)
+        except RecursionError:
+            raise
+        except Exception as exc:  # an analyzer bug on one class: it ends unknown, the others are still judged
+            self._in_progress = in_progress
+            detail = describe(exc)
+            self._failures[(module.path, cls.name)] = detail
+            result = _Result()
+            result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None)
         verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons))
         self._class_memo[qual] = verdict
         return verdict
@@ -186,6 +202,10 @@ class Package:
         result = _Result()
         found = self.find_method(qual, "forward")
         module, cls = self.classes[qual]
+        for owner in self.mro(qual):
+            failed = self.classes[owner][1]
+            if failed.error:
+                result.absorb(Status.UNKNOWN, [_internal(failed.name, failed.error, self.classes[owner][0].path, failed.line)], None)
         if found is None:
             external = [b for b in self.framework_bases(qual) if fw.layer_kind(b) not in ("base", None)]
             if not external:
@@ -213,6 +233,8 @@ class Package:
             self.shallow_reached.add(module.path)
         step = function.qualname
         result = _Result()
+        if function.error:
+            result.absorb(Status.UNKNOWN, [_internal(function.qualname, function.error, module.path, function.line)], step)
         for finding in function.findings:
             if not self.keep(finding.code):
                 continue
@@ -325,6 +347,21 @@ class Package:
         result.absorb(status, [Reason((), code, message, module.path, line)], step)
 
     # ----- what lint reports -----------------------------------------------------------------------------------
+    def internal_errors(self) -> list[SourceError]:
+        """Every internal error met while indexing or judging, one line each, in file order."""
+        failures = dict(self._failures)
+        for module in self.modules.values():
+            for cls in module.classes.values():
+                if cls.error:
+                    failures[(module.path, cls.name)] = cls.error
+                for method in cls.methods.values():
+                    if method.error:
+                        failures[(module.path, method.qualname)] = method.error
+            for function in module.functions.values():
+                if function.error:
+                    failures[(module.path, function.qualname)] = function.error
+        return [SourceError(path, message(where, detail), internal=True) for (path, where), detail in sorted(failures.items())]
+
     def compute_all(self) -> dict[str, Verdict]:
         return {qual: self.verdict(qual) for qual in self.layer_classes()}
 

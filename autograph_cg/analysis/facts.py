@@ -39,6 +39,7 @@ class FunctionFacts:
     findings: tuple[Finding, ...] = ()
     writes_self: tuple[str, ...] = ()  # attributes assigned on self (for per-call state detection)
     walked: bool = True  # False: the body was not walked, so calls and findings are unknown
+    error: str = ""  # an internal error met while walking it: calls and findings are unknown
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class ClassFacts:
     attr_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # self.ATTR -> what built it ("&f": stored f)
     attr_defaults: dict[str, str] = field(default_factory=dict)  # self.ATTR = param with a class default
     skipped: bool = False
+    error: str = ""  # an internal error met while reading what __init__ builds
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import re
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.context import FunctionContext, param_kind
+from autograph_cg.analysis.failures import describe
 from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
 from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name
@@ -88,7 +89,13 @@ class _ClassBuilder:
         }
         init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
         self.collector = SiteCollector(scope, self.cls, init if reachable else None, {**self.methods, **({"__init__": init} if init else {})})
-        self.sites = self.collector.init_sites()
+        self.error = ""
+        try:
+            self.sites = self.collector.init_sites()
+        except RecursionError:
+            raise
+        except Exception as exc:  # an analyzer bug on one class: recorded, the rest of the file goes on
+            self.sites, self.error = [], describe(exc)
         self.walked: dict[str, FunctionFacts] = {}
         self.contexts: list[FunctionContext] = []
         self.bases = [_dotted(scope, base) or ast.unparse(base) for base in node.bases]
@@ -97,14 +104,18 @@ class _ClassBuilder:
         method = self.methods[name]
         decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in method.decorator_list}
         ctx = FunctionContext(self.scope, self.cls, f"{self.node.name}.{name}")
-        facts = ctx.run(method, is_method="staticmethod" not in decorators)
+        facts = _run_guarded(ctx, method, "staticmethod" not in decorators)
         self.walked[name] = facts
-        self.contexts.append(ctx)
+        if not facts.error:
+            self.contexts.append(ctx)
         return facts
 
     def facts(self, walker: "_Walker") -> ClassFacts:
         unwalked = [m for name, m in self.methods.items() if name not in self.walked]
-        _per_call_state(self.scope, self.contexts, self.walked, _text_self_writes(self.scope, unwalked))
+        try:
+            _per_call_state(self.scope, self.contexts, self.walked, _text_self_writes(self.scope, unwalked))
+        except Exception as exc:  # an analyzer bug on one class: recorded, the rest of the file goes on
+            self.error = self.error or describe(exc)
         methods = {
             name: _suppressed(self.scope, self.walked[name])
             if name in self.walked
@@ -121,6 +132,7 @@ class _ClassBuilder:
             attr_classes={k: tuple(v) for k, v in self.collector.attr_classes.items()},
             attr_defaults=dict(self.collector.attr_defaults),
             skipped=_is_skipped(self.scope, self.node),
+            error=self.error,
         )
 
 
@@ -183,7 +195,7 @@ class _Walker:
     def _function(self, name: str) -> FunctionFacts:
         hints = self._hints(name)
         ctx = FunctionContext(self.scope, None, name)
-        facts = _suppressed(self.scope, ctx.run(self.function_nodes[name], is_method=False, host_args=hints))
+        facts = _suppressed(self.scope, _run_guarded(ctx, self.function_nodes[name], False, hints))
         self.functions[name] = facts
         self._hints_used[name] = hints
         return facts
@@ -214,6 +226,18 @@ class _Walker:
             prefix = self.scope.module + "."
             queue.extend(b[len(prefix) :] for b in self.builders[current].bases if b.startswith(prefix))
         return order[1:] if skip_self else order
+
+
+def _run_guarded(
+    ctx: FunctionContext, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, hints: tuple[bool, ...] = ()
+) -> FunctionFacts:
+    """One function's walk; an analyzer bug met there is recorded in its facts instead of stopping the file."""
+    try:
+        return ctx.run(node, is_method=is_method, host_args=hints)
+    except RecursionError:
+        raise  # nesting too deep for the parser's own limits: the whole file is reported
+    except Exception as exc:
+        return FunctionFacts(node.name, ctx.qualname, node.lineno, error=describe(exc))
 
 
 #: Bases that make a class something other than a layer.

@@ -21,6 +21,7 @@ from typing import Iterable, Protocol
 from autograph_cg import __version__
 from autograph_cg.atomic import atomic_file
 from autograph_cg.analysis.facts import ModuleFacts
+from autograph_cg.analysis.failures import describe, message
 from autograph_cg.analysis.index import index_source
 from autograph_cg.findings import SourceError
 from autograph_cg.sources import SourceFile, decode
@@ -54,6 +55,8 @@ def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool 
         return SourceError(path, "nesting too deep to analyze")
     except MemoryError:
         return SourceError(path, "file too large to analyze")
+    except Exception as exc:  # an analyzer bug outside any one function or class: this file only
+        return SourceError(path, message("", describe(exc)), internal=True)
 
 
 Job = tuple[str, str, str, bool, "bool | None"]  # shown path, real path, module, is_package, deep

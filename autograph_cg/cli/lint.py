@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, fail, paths_argument, report_errors
+from autograph_cg.cli.options import (
+    analysis_options,
+    build_options,
+    exit_after_internal_errors,
+    fail,
+    paths_argument,
+    report_errors,
+)
 from autograph_cg.report import FORMATS
 from autograph_cg.report.baseline import BaselineError
 from autograph_cg.report.baseline import load as load_baseline
@@ -29,7 +36,7 @@ from autograph_cg.report.text import EmitOptions, summary_line
 def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, baseline: str | None, write_baseline: str | None, **kwargs: Any) -> None:
     """Report CUDA-graph hazards in code reachable from layers' forward methods.
 
-    Exit 0: no findings. 1: findings. 2: usage error, or no file could be analyzed.
+    Exit 0: no findings. 1: findings. 2: usage error, no file could be analyzed, or an internal error.
     Files that cannot be read or parsed are reported on stderr; the others are still analyzed.
     """
     options = build_options(paths, kwargs)
@@ -58,6 +65,7 @@ def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, 
         click.echo(summary_line(analysis), err=True)
     if analysis.summary.analyzed == 0:
         fail("nothing could be analyzed")
+    exit_after_internal_errors(analysis)
     sys.exit(0 if exit_zero or write_baseline or not analysis.findings else 1)
 
 

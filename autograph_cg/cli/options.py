@@ -74,6 +74,13 @@ def report_errors(errors: list[Any]) -> None:
         click.echo(f"autograph-cg: error: {error}", err=True)
 
 
+def exit_after_internal_errors(analysis: Any) -> None:
+    """Exit 2 when the analyzer met a bug of its own (reported above, contained): CI must notice."""
+    if analysis.summary.internal_errors:
+        click.echo(f"autograph-cg: error: {analysis.summary.internal_errors} internal error(s); the rest was analyzed", err=True)
+        sys.exit(2)
+
+
 def fail(message: str) -> NoReturn:
     """One line on stderr and exit 2: the contract for input and output errors."""
     click.echo(f"autograph-cg: error: {message}", err=True)

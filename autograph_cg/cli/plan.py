@@ -10,7 +10,7 @@ import click
 
 from autograph_cg.analysis.plan import Plan, TreeNode
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, paths_argument, report_errors
+from autograph_cg.cli.options import analysis_options, build_options, exit_after_internal_errors, paths_argument, report_errors
 from autograph_cg.report.output import OutputError, open_output
 from autograph_cg.report.style import Style
 
@@ -24,7 +24,7 @@ from autograph_cg.report.style import Style
 def plan(paths: tuple[str, ...], fmt: str, output: str | None, wrap_unknown: bool, **kwargs: Any) -> None:
     """Show which layer classes can be captured, why not, and what `rewrite` would wrap.
 
-    Exit 0 on success, 2 on usage errors or when nothing could be analyzed.
+    Exit 0 on success, 2 on usage errors, when nothing could be analyzed, or after an internal error.
     """
     options = build_options(paths, kwargs, wrap_unknown=wrap_unknown)
     analysis = analyze(list(paths), options)
@@ -42,6 +42,7 @@ def plan(paths: tuple[str, ...], fmt: str, output: str | None, wrap_unknown: boo
     if analysis.summary.analyzed == 0:
         click.echo("autograph-cg: error: nothing could be analyzed", err=True)
         sys.exit(2)
+    exit_after_internal_errors(analysis)
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:

@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, fail, paths_argument, report_errors
+from autograph_cg.cli.options import (
+    analysis_options,
+    build_options,
+    exit_after_internal_errors,
+    fail,
+    paths_argument,
+    report_errors,
+)
 from autograph_cg.report import html
 from autograph_cg.report.output import OutputError, open_output
 
@@ -23,7 +30,8 @@ def report(paths: tuple[str, ...], html_path: str, wrap_unknown: bool, **kwargs:
     """Write an HTML report: the layer tree coloured by verdict, reasons with source lines, wrap sites, totals.
 
     Exit 0 when the report is written (use `lint` to fail a build), 2 on usage errors, an unwritable
-    --html path, or when nothing could be analyzed (no file is written then).
+    --html path, or when nothing could be analyzed (no file is written then); 2 also after an internal error
+    (the report is written).
     """
     started = time.perf_counter()
     options = build_options(paths, kwargs, wrap_unknown=wrap_unknown)
@@ -39,4 +47,5 @@ def report(paths: tuple[str, ...], html_path: str, wrap_unknown: bool, **kwargs:
     if not kwargs.get("quiet"):
         click.echo(f"autograph-cg: wrote {html_path}: {html.summary(analysis)}; "
                    f"{time.perf_counter() - started:.2f} s", err=True)
+    exit_after_internal_errors(analysis)
 

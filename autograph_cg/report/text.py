@@ -28,6 +28,9 @@ def emit(analysis: Any, stream: TextIO, options: EmitOptions | None = None) -> N
 def summary_line(analysis: Any) -> str:
     """The closing line on stderr: counts, so an empty stdout is never ambiguous."""
     s = analysis.summary
-    errors = f", {len(analysis.errors)} not analyzed" if analysis.errors else ""
+    failed = sum(1 for e in analysis.errors if not e.internal)  # files named but missing count too
+    errors = f", {failed} not analyzed" if failed else ""
+    if s.internal_errors:
+        errors += f", {s.internal_errors} internal error{'s' if s.internal_errors != 1 else ''}"
     verdicts = ", ".join(f"{n} {name}" for name, n in s.verdicts.items() if n)
     return f"{s.findings} finding{'s' if s.findings != 1 else ''} in {s.analyzed} file{'s' if s.analyzed != 1 else ''}{errors}; layers: {verdicts or 'none'}"

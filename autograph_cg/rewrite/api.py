@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from autograph_cg.analysis.failures import describe, message
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.findings import SourceError
 from autograph_cg.rewrite import atomic
@@ -107,6 +108,10 @@ def _apply(path: str, edit: Edit, write: bool, diff: bool) -> FileResult:
         result = edit(snap.data)
     except Unsafe as exc:
         return FileResult(path, Status.SKIPPED, kind=exc.kind, reason=str(exc))
+    except RecursionError:
+        return FileResult(path, Status.SKIPPED, kind="too-deep", reason="nesting too deep to rewrite")
+    except Exception as exc:  # a bug of the rewriter on this file: left untouched, the others are still edited
+        return FileResult(path, Status.SKIPPED, kind="internal-error", reason=message("", describe(exc)))
     if result.new == snap.data:
         return FileResult(path, Status.UNCHANGED, kept=result.kept)
     if not snap.writable:
@@ -158,16 +163,28 @@ def rewrite_files(
 ) -> RewriteReport:
     """Apply the plan's new sites (those not `existing`); files the plan does not touch are not opened."""
     report = RewriteReport("rewrite", write, files_scanned)
-    report.files.extend(FileResult(e.path, Status.SKIPPED, kind="analysis", reason=e.message) for e in errors)
+    errors = list(errors)
+    report.files.extend(
+        FileResult(e.path, Status.SKIPPED, kind="internal-error" if e.internal else "analysis", reason=e.message)
+        for e in _first_per_path(errors)
+    )
+    untouched = {e.path for e in errors if e.internal}  # an analyzer bug there: its plan is not trusted
     by_path: dict[str, list[WrapSite]] = {}
     for site in sites:
-        if not site.existing:
+        if not site.existing and site.path not in untouched:
             by_path.setdefault(site.path, []).append(site)
     tasks: list[tuple[str, Edit]] = [
         (path, partial(rewrite_source, sites=todo, settings=settings)) for path, todo in by_path.items()
     ]
     _run(report, tasks, write, diff, jobs)
     return report
+
+
+def _first_per_path(errors: list[SourceError]) -> list[SourceError]:
+    seen: dict[str, SourceError] = {}
+    for error in errors:
+        seen.setdefault(error.path, error)
+    return list(seen.values())
 
 
 def undo_files(

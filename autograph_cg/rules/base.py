@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 from autograph_cg.findings import Severity
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
+
+class RuleContext(Protocol):
+    """What a rule may ask of the walk of one function (the analyzer's `FunctionContext` answers)."""
+
+    def kind(self, node: ast.AST) -> int: ...  # the value lattice of `analysis.kinds`
+    def is_tensor(self, node: ast.AST) -> bool: ...
+    def holds_tensor(self, node: ast.AST) -> bool: ...  # a tensor, or a list/tuple literal holding one
+    def in_test(self) -> bool: ...  # inside an if/while/assert/ternary condition
+    def qualify(self, node: ast.expr) -> str | None: ...  # a dotted reference resolved through imports
+    def is_global(self, name: str) -> bool: ...  # a module-level variable not shadowed here
+    def is_argument(self, name: str) -> bool: ...  # a forward parameter, not rebound: the caller owns it
 
 
 @dataclass(frozen=True)
@@ -35,9 +44,10 @@ UNKNOWN = Family("AG9", "unknown", "Calls that cannot be resolved", False)
 FAMILIES = (HOST_SYNC, DYNAMIC_SHAPE, CONTROL_FLOW, SIDE_EFFECTS, CONTEXT_RNG, UNKNOWN)
 
 #: A check yields (node to report, detail text) pairs; the detail fills `{detail}` in the rule's message.
-Check = Callable[["FunctionContext", ast.AST], Iterator[tuple[ast.AST, str]]]
-#: A guard decides whether a matched call really is the hazard (e.g. `where` with one argument only).
-Guard = Callable[["FunctionContext", ast.Call], bool]
+Check = Callable[[RuleContext, ast.AST], Iterator[tuple[ast.AST, str]]]
+#: A guard decides whether a matched call really is the hazard (e.g. `where` with one argument only). It gets
+#: the name the call matched as: the short op or method name, or the qualified function, never the local alias.
+Guard = Callable[[RuleContext, ast.Call, str], bool]
 
 
 @dataclass(frozen=True)

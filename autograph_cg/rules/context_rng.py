@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from autograph_cg.findings import Severity
-from autograph_cg.rules.base import CONTEXT_RNG, Rule
+from autograph_cg.rules.base import CONTEXT_RNG, Rule, RuleContext
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
 
 _COLLECTIVES = frozenset(
     {
@@ -20,13 +18,11 @@ _COLLECTIVES = frozenset(
 )  # fmt: skip
 
 
-def _collective(ctx: FunctionContext, call: ast.Call) -> bool:
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    return name in _COLLECTIVES
+def _collective(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in _COLLECTIVES
 
 
-def _never(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _never(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     """Reported by the index once per class (it needs every method's writes); no per-node check."""
     return iter(())
 
@@ -93,8 +89,16 @@ RULES = (
         instead="# keep communication at layer boundaries, or verify capture on every rank",
         prefixes=("torch.distributed.", "paddle.distributed."),
         guard=_collective,
-        invalid=("torch: torch.distributed.all_reduce(x)\ny = x", "paddle: paddle.distributed.all_reduce(x)\ny = x"),
-        valid=("torch: r = torch.distributed.get_rank()\ny = x",),
+        invalid=(
+            "torch: torch.distributed.all_reduce(x)\ny = x",
+            "paddle: paddle.distributed.all_reduce(x)\ny = x",
+            "torch: from torch.distributed import all_reduce as sum_over_ranks\nsum_over_ranks(x)\ny = x",
+            "paddle: import paddle.distributed as pd_dist\npd_dist.all_reduce(x)\ny = x",
+        ),
+        valid=(
+            "torch: r = torch.distributed.get_rank()\ny = x",
+            "torch: from torch.distributed import get_rank as rank_of\nr = rank_of()\ny = x",
+        ),
     ),
     Rule(
         code="AG504",

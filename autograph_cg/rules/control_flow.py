@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from autograph_cg.findings import Severity
-from autograph_cg.rules.base import CONTROL_FLOW, Rule
+from autograph_cg.rules.base import CONTROL_FLOW, Rule, RuleContext
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
 
 _FLOW_WHY = (
     "Python evaluates the condition on the host: `bool(tensor)` copies the value and waits (capture refuses "
@@ -22,7 +20,7 @@ def _exits(body: list[ast.stmt]) -> bool:
     return any(isinstance(s, (ast.Return, ast.Raise)) for s in body)
 
 
-def _condition(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _condition(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     test = node.test  # type: ignore[attr-defined]
     if ctx.is_tensor(test):
         if isinstance(node, ast.If):
@@ -31,19 +29,19 @@ def _condition(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, s
             yield test, "a conditional expression"
 
 
-def _while(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _while(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.While)
     if ctx.is_tensor(node.test):
         yield node.test, ""
 
 
-def _assert(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _assert(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Assert)
     if ctx.is_tensor(node.test):
         yield node.test, ""
 
 
-def _bool_operands(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _bool_operands(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     """`a and b` converts `a` to a Python bool (in a condition the whole result is converted: AG301 says so)."""
     if ctx.in_test():
         return
@@ -55,7 +53,7 @@ def _bool_operands(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AS
         yield node, "not"
 
 
-def _range_of_tensor(ctx: FunctionContext, call: ast.Call) -> bool:
+def _range_of_tensor(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     return any(ctx.is_tensor(a) for a in call.args)
 
 
@@ -73,12 +71,21 @@ RULES = (
         instead="gate = (probs.max() > self.threshold).astype(x.dtype)\nx = gate * self.expert(x) + (1 - gate) * x",
         check=_condition,
         node_types=(ast.If, ast.IfExp),
-        invalid=("if x.sum() > 0:\n    x = x * 2", "y = x if x.mean() > 0 else -x", "if (x > 0).any():\n    return x"),
+        invalid=(
+            "if x.sum() > 0:\n    x = x * 2",
+            "y = x if x.mean() > 0 else -x",
+            "if (x > 0).any():\n    return x",
+            "class Case(nn.Module):\n    def forward(self, x, scale):\n        if scale.sum() > 0:\n            x = x * scale\n        return x",
+        ),
         valid=(
             "if x.shape[0] > 1:\n    x = x * 2",
             "if self.training:\n    x = x * 2",
             "if mask is not None:\n    x = x * mask",
             "if x.ndim == 3:\n    x = x[0]",
+            "if x.requires_grad and not x.is_leaf:\n    x = x * 2",
+            "torch: if x.device.type == 'cuda' and x.dtype == torch.float16:\n    x = x.float()",
+            "paddle: if x.stop_gradient and x.dtype == paddle.float16:\n    x = x.astype('float32')",
+            "class Case(nn.Module):\n    def forward(self, x, feats):\n        if feats:\n            x = x + feats.pop()\n        return x",
         ),
     ),
     Rule(
@@ -138,7 +145,13 @@ RULES = (
         instead="for _ in range(self.num_steps):  # a host int fixed at construction\n    x = self.step(x)",
         builtins=("range",),
         guard=_range_of_tensor,
-        invalid=("for _ in range(x.sum()):\n    x = x * 2",),
-        valid=("for i in range(x.shape[0]):\n    x = x * 2",),
+        invalid=(
+            "for _ in range(x.sum()):\n    x = x * 2",
+            "from builtins import range as steps\nfor _ in steps(x.sum()):\n    x = x * 2",
+        ),
+        valid=(
+            "for i in range(x.shape[0]):\n    x = x * 2",
+            "from builtins import range as steps\nfor _ in steps(x.shape[0]):\n    x = x * 2",
+        ),
     ),
 )

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from autograph_cg.findings import Severity
 from autograph_cg.analysis.kinds import BOOL_TENSOR
-from autograph_cg.rules.base import DYNAMIC_SHAPE, Rule
+from autograph_cg.rules.base import DYNAMIC_SHAPE, Rule, RuleContext
 from autograph_cg.rules.matchers import argument, is_method_form, keyword
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
 
 _SHAPE_WHY = (
     "A graph replays fixed-size kernels into fixed buffers. An op whose output size depends on the data must "
@@ -20,20 +18,20 @@ _SHAPE_WHY = (
 )
 
 
-def _where_one_argument(ctx: FunctionContext, call: ast.Call) -> bool:
+def _where_one_argument(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     if is_method_form(ctx, call):
         return False
     return len(call.args) + len(call.keywords) == 1
 
 
-def _tensor_repeats(ctx: FunctionContext, call: ast.Call) -> bool:
+def _tensor_repeats(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     if keyword(call, "output_size") is not None:
         return False
     repeats = argument(call, 0 if is_method_form(ctx, call) else 1, "repeats")
     return repeats is not None and ctx.is_tensor(repeats)
 
 
-def _mask_index(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _mask_index(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Subscript)
     if not isinstance(node.ctx, ast.Load) or not ctx.is_tensor(node.value):
         return
@@ -72,8 +70,17 @@ RULES = (
         instead="y = paddle.where(mask, x, paddle.zeros_like(x))  # three-argument form keeps the shape",
         ops=("where",),
         guard=_where_one_argument,
-        invalid=("paddle: rows = paddle.where(x > 0)", "torch: rows = torch.where(x > 0)"),
-        valid=("paddle: y = paddle.where(x > 0, x, 0.0)", "torch: y = torch.where(x > 0, x, 0.0)"),
+        invalid=(
+            "paddle: rows = paddle.where(x > 0)",
+            "torch: rows = torch.where(x > 0)",
+            "torch: from torch import where as pick\nrows = pick(x > 0)",
+            "paddle: import paddle as pd\nrows = pd.where(x > 0)",
+        ),
+        valid=(
+            "paddle: y = paddle.where(x > 0, x, 0.0)",
+            "torch: y = torch.where(x > 0, x, 0.0)",
+            "torch: from torch import where as pick\ny = pick(x > 0, x, 0.0)",
+        ),
     ),
     Rule(
         code="AG203",

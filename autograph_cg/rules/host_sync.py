@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from autograph_cg.findings import Severity
-from autograph_cg.rules.base import HOST_SYNC, Rule
+from autograph_cg.rules.base import HOST_SYNC, Rule, RuleContext
 from autograph_cg.rules.matchers import (
     any_arg_tensor,
     argument,
@@ -17,8 +17,6 @@ from autograph_cg.rules.matchers import (
     names_cpu,
 )
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
 
 _SYNC_WHY = (
     "Capture records GPU work only. A device-to-host copy needs the value now, so during capture it fails "
@@ -27,27 +25,25 @@ _SYNC_WHY = (
 )
 
 
-def _to_cpu(ctx: FunctionContext, call: ast.Call) -> bool:
-    func = call.func
-    assert isinstance(func, ast.Attribute)
-    if func.attr in ("cpu", "pin_memory"):
+def _to_cpu(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    if name in ("cpu", "pin_memory"):
         return True
     target = argument(call, 0, "device")
     return names_cpu(target) and not is_true(keyword(call, "non_blocking"))
 
 
-def _tensor_formatted(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _tensor_formatted(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.JoinedStr)
     for value in node.values:
         if isinstance(value, ast.FormattedValue) and ctx.is_tensor(value.value):
             yield value, "an f-string"
 
 
-def _builtin_reduce(ctx: FunctionContext, call: ast.Call) -> bool:
+def _builtin_reduce(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     return len(call.args) >= 1 and any(ctx.is_tensor(a) for a in call.args) and not keyword(call, "key")
 
 
-def _index_list(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _index_list(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Subscript)
     if not ctx.is_tensor(node.value):
         return
@@ -58,7 +54,7 @@ def _index_list(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, 
             yield part, "a Python list"
 
 
-def _slice_bound(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _slice_bound(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Subscript)
     if not ctx.is_tensor(node.value):
         return
@@ -97,9 +93,9 @@ _HOST_VALUE_ARGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
 _NO_X_ARG = frozenset({"full", "zeros", "ones", "empty", "arange", "linspace", "randint", "eye"})
 
 
-def _tensor_as_host_value(ctx: FunctionContext, call: ast.Call) -> bool:
+def _tensor_as_host_value(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     func = call.func
-    op = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    op = name
     positions, names = _HOST_VALUE_ARGS[op]
     method_form = isinstance(func, ast.Attribute) and ctx.qualify(func) is None
     if method_form and op in _NO_X_ARG:
@@ -115,15 +111,14 @@ def _tensor_as_host_value(ctx: FunctionContext, call: ast.Call) -> bool:
     return any(kw.arg in names and ctx.holds_tensor(kw.value) for kw in call.keywords)
 
 
-def _not_a_tensor_copy(ctx: FunctionContext, call: ast.Call) -> bool:
+def _not_a_tensor_copy(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     """`paddle.to_tensor(x)` / `torch.as_tensor(x)` of a tensor copies on device; of host data it uploads."""
     data = argument(call, 0, "data")
     return data is not None and not ctx.is_tensor(data)
 
 
-def _to_cuda(ctx: FunctionContext, call: ast.Call) -> bool:
-    func = call.func
-    return isinstance(func, ast.Attribute) and func.attr == "cuda"
+def _to_cuda(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    return name == "cuda" and isinstance(call.func, ast.Attribute)
 
 
 RULES = (
@@ -153,7 +148,7 @@ RULES = (
         instead="counts = paddle.bincount(ids, minlength=vocab)  # stays on the device (fixed length)",
         methods=("numpy",),
         functions=("numpy.array", "numpy.asarray"),
-        guard=lambda ctx, call: is_method_form(ctx, call) or first_arg_tensor(ctx, call),
+        guard=lambda ctx, call, name: is_method_form(ctx, call) or first_arg_tensor(ctx, call),
         invalid=("a = x.numpy()", "a = np.asarray(x)"),
         valid=("a = np.asarray([1, 2, 3])", "n = x.shape[0]"),
     ),
@@ -199,7 +194,7 @@ RULES = (
         example="n_tokens = int(mask.sum())\nloss = loss_sum / n_tokens",
         instead="n_tokens = mask.sum()\nloss = loss_sum / n_tokens  # tensor division, no host value",
         builtins=("float", "int", "bool", "complex"),
-        guard=first_arg_tensor,
+        guard=lambda ctx, call, name: first_arg_tensor(ctx, call),
         invalid=("n = int(x.sum())", "f = float(x.mean())"),
         valid=("n = int(x.shape[0])", "f = float(self.training)"),
     ),
@@ -214,7 +209,7 @@ RULES = (
         example='print(f"attention max {attn.max()}")',
         instead="# log outside the captured layer, from the returned tensors",
         builtins=("print", "str", "repr", "format"),
-        guard=any_arg_tensor,
+        guard=lambda ctx, call, name: any_arg_tensor(ctx, call),
         check=_tensor_formatted,
         node_types=(ast.JoinedStr,),
         invalid=("print(x)", 's = f"{x.mean()}"', 's = "{}".format(x)'),
@@ -257,7 +252,7 @@ RULES = (
         instead="pos = paddle.arange(seq_len)  # or register_buffer in __init__ and slice it",
         functions=("paddle.to_tensor", "torch.tensor", "torch.as_tensor", "torch.from_numpy", "paddle.assign"),
         methods=("cuda",),
-        guard=lambda ctx, call: _to_cuda(ctx, call) or _not_a_tensor_copy(ctx, call),
+        guard=lambda ctx, call, name: _to_cuda(ctx, call, name) or _not_a_tensor_copy(ctx, call, name),
         invalid=(
             "paddle: pos = paddle.to_tensor(list(range(x.shape[1])))",
             "torch: pos = torch.tensor([0, 1, 2], device=x.device)",
@@ -284,8 +279,16 @@ RULES = (
             "paddle: n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
             "paddle: y = paddle.full(shape=[x.max()], fill_value=0.0)",
             "torch: y = torch.arange(x.sum())",
+            "torch: from torch.nn.functional import pad as torch_pad\ny = torch_pad(x, [x.sum(), 1])",
+            "paddle: from paddle import reshape as reshaped\ny = reshaped(x, [x.max(), -1])",
         ),
-        valid=("y = x.reshape([x.shape[0], -1])", "paddle: y = paddle.full([2, 3], 0.0)", "torch: y = x.view(-1, 4)"),
+        valid=(
+            "y = x.reshape([x.shape[0], -1])",
+            "paddle: y = paddle.full([2, 3], 0.0)",
+            "torch: y = x.view(-1, 4)",
+            "torch: from torch.nn.functional import pad as torch_pad\ny = torch_pad(x, (1, 1))",
+            "paddle: from paddle import reshape as reshaped\ny = reshaped(x, [x.shape[0], -1])",
+        ),
     ),
     Rule(
         code="AG110",

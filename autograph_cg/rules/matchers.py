@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
+from autograph_cg.rules.base import RuleContext
 
 
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
@@ -23,16 +21,16 @@ def argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
     return keyword(call, name)
 
 
-def is_method_form(ctx: FunctionContext, call: ast.Call) -> bool:
+def is_method_form(ctx: RuleContext, call: ast.Call) -> bool:
     """`x.op(...)` on a value rather than `paddle.op(...)` / `torch.op(...)`."""
     return isinstance(call.func, ast.Attribute) and ctx.qualify(call.func) is None
 
 
-def first_arg_tensor(ctx: FunctionContext, call: ast.Call) -> bool:
+def first_arg_tensor(ctx: RuleContext, call: ast.Call) -> bool:
     return bool(call.args) and ctx.is_tensor(call.args[0])
 
 
-def any_arg_tensor(ctx: FunctionContext, call: ast.Call) -> bool:
+def any_arg_tensor(ctx: RuleContext, call: ast.Call) -> bool:
     return any(ctx.holds_tensor(a) for a in call.args) or any(ctx.holds_tensor(k.value) for k in call.keywords)
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from autograph_cg.analysis.frameworks import PARAMETERLESS, layer_kind
 from autograph_cg.findings import Severity
-from autograph_cg.rules.base import SIDE_EFFECTS, Rule
+from autograph_cg.rules.base import SIDE_EFFECTS, Rule, RuleContext
 
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
 
 _REPLAY_WHY = (
     "A replay runs the recorded GPU work only: Python code around it runs once, during capture. State kept on "
@@ -18,26 +16,28 @@ _REPLAY_WHY = (
 )
 
 
-def _self_write(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _self_write(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Attribute)
     yield node, "self." + node.attr
 
 
-def _global_write(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _global_write(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Name)
     yield node, node.id
 
 
-def _outer(ctx: FunctionContext, node: ast.expr) -> str | None:
-    """`self.X` or a module-level name: containers that outlive the call."""
+def _outer(ctx: RuleContext, node: ast.expr) -> str | None:
+    """`self.X`, a module-level name, or a container the caller passed to forward: they outlive the call."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return "self." + node.attr
-    if isinstance(node, ast.Name) and node.id not in ctx.env and ctx.module.is_global_variable(node.id):
+    if isinstance(node, ast.Name) and ctx.is_global(node.id):
         return node.id
+    if isinstance(node, ast.Name) and ctx.is_argument(node.id) and not ctx.is_tensor(node):
+        return node.id  # a tensor argument written in place is GPU work the graph records
     return None
 
 
-def _container_mutation(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+def _container_mutation(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     """`self.cache.append(x)` (a call) or `self.cache[k] = x` (an assignment target)."""
     if isinstance(node, ast.Subscript):
         owner = _outer(ctx, node.value)
@@ -49,7 +49,7 @@ def _container_mutation(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[a
             yield node, f"{owner}.{node.func.attr}()"
 
 
-def _layer_in_forward(ctx: FunctionContext, call: ast.Call) -> bool:
+def _layer_in_forward(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     """Parameters, hooks, and layers that own parameters; a loss or activation object built in forward is fine."""
     qual = ctx.qualify(call.func)
     if qual is None:
@@ -60,13 +60,22 @@ def _layer_in_forward(ctx: FunctionContext, call: ast.Call) -> bool:
     return layer_kind(qual) in ("known", "framework", "container")
 
 
-def _logger(ctx: FunctionContext, call: ast.Call) -> bool:
+def _logger(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     return isinstance(receiver, (ast.Name, ast.Attribute)) and "log" in ast.unparse(receiver).lower()
 
 
-def _print_host(ctx: FunctionContext, call: ast.Call) -> bool:
+def _print_host(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     return not any(ctx.is_tensor(a) for a in call.args)
+
+
+def _logging(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    """`print` of host values, a logger's method, or any `logging.`/`warnings.warn`/`tqdm.` function."""
+    if name == "print":
+        return _print_host(ctx, call, name)
+    if "." not in name:  # a method name: only on something that looks like a logger
+        return _logger(ctx, call, name)
+    return True
 
 
 RULES = (
@@ -108,15 +117,24 @@ RULES = (
         family=SIDE_EFFECTS,
         severity=Severity.ERROR,
         message="`{detail}` in forward mutates a container that outlives the call",
-        what="Finds `append`, `extend`, `update`, item assignment and similar on `self.<attr>` or module-level "
-        "containers in code reachable from forward.",
+        what="Finds `append`, `extend`, `update`, item assignment and similar on `self.<attr>`, module-level "
+        "containers, and lists or dicts passed to `forward` as arguments, in code reachable from forward.",
         why=_REPLAY_WHY + " Tensors stored this way are graph buffers, overwritten by every replay.",
         example="self.cache.append(k)",
         instead="return out, k  # return what the caller needs and let it keep it",
         check=_container_mutation,
         hook="container-mutation",
-        invalid=("self.cache.append(x)", "self.stats['x'] = x"),
-        valid=("outs = []\nouts.append(x)",),
+        invalid=(
+            "self.cache.append(x)",
+            "self.stats['x'] = x",
+            "class Case(nn.Module):\n    def forward(self, x, feats):\n        feats.append(x)\n        return x",
+            "class Case(nn.Layer):\n    def forward(self, x, cache):\n        cache['k'] = x\n        return cache.get('v')",
+        ),
+        valid=(
+            "outs = []\nouts.append(x)",
+            "x[mask] = 0.0",
+            "class Case(nn.Module):\n    def forward(self, x, feats):\n        feats = list(feats)\n        feats.append(x)\n        return feats",
+        ),
     ),
     Rule(
         code="AG404",
@@ -160,10 +178,13 @@ RULES = (
         prefixes=("logging.", "warnings.warn", "tqdm."),
         builtins=("print",),
         methods=("info", "debug", "warning", "warn", "error", "exception", "critical"),
-        guard=lambda ctx, call: _logger(ctx, call) if isinstance(call.func, ast.Attribute) and ctx.qualify(call.func) is None
-        else (_print_host(ctx, call) if isinstance(call.func, ast.Name) and call.func.id == "print" else True),
-        invalid=('print("step")\ny = x', 'import logging\nlogging.info("x")\ny = x'),
-        valid=("y = x",),
+        guard=_logging,
+        invalid=(
+            'print("step")\ny = x',
+            'import logging\nlogging.info("x")\ny = x',
+            'from logging import info as log_info\nlog_info("x")\ny = x',
+        ),
+        valid=("y = x", 'from report_tools import info as log_info\nlog_info("x")\ny = x'),
     ),
     Rule(
         code="AG407",

@@ -6,16 +6,14 @@ Not reported unless selected (`--select AG9`): they explain `unknown` verdicts, 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from autograph_cg.findings import Severity
-from autograph_cg.rules.base import UNKNOWN, Rule
-
-if TYPE_CHECKING:
-    from autograph_cg.analysis.context import FunctionContext
+from autograph_cg.rules.base import Rule, RuleContext, UNKNOWN
 
 
-def _cross_file(ctx: FunctionContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+
+def _cross_file(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     """Reported by the eligibility pass, which sees the whole package; no per-node check."""
     return iter(())
 

@@ -35,4 +35,5 @@ def lint_text(text: str, module: str = "case") -> list[Finding]:
     facts = index_source(f"{module}.py", module, False, text)
     package = Package([facts], keep=lambda code: True)
     package.compute_all()
+    assert not package.internal_errors(), package.internal_errors()  # a contained crash must not pass as clean
     return package.reachable_findings()

@@ -8,105 +8,93 @@ from __future__ import annotations
 
 import functools
 
+from autograph_cg.analysis.framework_layers import BASE, CONTAINER, KNOWN, LAYERS
+
 FRAMEWORKS = ("paddle", "torch")
 
-#: Base classes that make a class a layer.
-LAYER_BASES = frozenset(
-    {
-        "paddle.nn.Layer",
-        "paddle.nn.layer.layers.Layer",
-        "paddle.fluid.dygraph.Layer",
-        "paddle.fluid.dygraph.layers.Layer",
-        "torch.nn.Module",
-        "torch.nn.modules.module.Module",
-    }
-)
 
-_COMMON_ACTIVATIONS = {
-    "ReLU", "ReLU6", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "LeakyReLU", "PReLU", "ELU",
-    "SELU", "CELU", "Hardswish", "Hardsigmoid", "Hardtanh", "Mish", "Softplus", "Softsign", "Tanhshrink",
-    "Hardshrink", "Softshrink", "LogSigmoid", "GLU", "Identity", "Flatten", "Unflatten",
-}  # fmt: skip
+def root(qualname: str) -> str:
+    return qualname.split(".", 1)[0]
 
-#: Framework layers reviewed as capturable: no host sync, no data-dependent shape in their forward.
-KNOWN_LAYERS = {
-    "paddle": frozenset(
-        _COMMON_ACTIVATIONS
-        | {
-            "Linear", "Bilinear", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
-            "Conv3DTranspose", "LayerNorm", "RMSNorm", "BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D",
-            "SyncBatchNorm", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D",
-            "LocalResponseNorm", "Dropout", "Dropout2D", "Dropout3D", "AlphaDropout", "Embedding", "Pad1D",
-            "Pad2D", "Pad3D", "ZeroPad2D", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D",
-            "AvgPool3D", "AdaptiveAvgPool1D", "AdaptiveAvgPool2D", "AdaptiveAvgPool3D", "AdaptiveMaxPool1D",
-            "AdaptiveMaxPool2D", "AdaptiveMaxPool3D", "Upsample", "UpsamplingNearest2D",
-            "UpsamplingBilinear2D", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Swish",
-            "ThresholdedReLU", "Maxout", "MultiHeadAttention", "TransformerEncoderLayer",
-            "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "CosineSimilarity",
-            "PairwiseDistance", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss", "KLDivLoss",
-            "CrossEntropyLoss", "NLLLoss", "Silu", "Softmax2D", "Unfold", "Fold",
-        }
-    ),
-    "torch": frozenset(
-        _COMMON_ACTIVATIONS
-        | {
-            "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-            "ConvTranspose3d", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-            "SyncBatchNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-            "LocalResponseNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Embedding",
-            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
-            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-            "ReplicationPad3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-            "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Threshold", "Softmax2d", "Softmin",
-            "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "CosineSimilarity",
-            "PairwiseDistance", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss",
-            "HuberLoss", "KLDivLoss", "CrossEntropyLoss", "NLLLoss",
-        }
-    ),
-}  # fmt: skip
 
-#: Framework layers without parameters or buffers: building one in forward costs a Python object, nothing more.
-PARAMETERLESS = frozenset(
-    (_COMMON_ACTIVATIONS - {"PReLU"})
-    | {
-        "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Dropout2D", "Dropout3D", "AlphaDropout", "MSELoss",
-        "L1Loss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CrossEntropyLoss",
-        "NLLLoss", "Upsample", "PixelShuffle", "PixelUnshuffle", "Swish", "Silu", "Softmax2D", "Softmin",
-        "Threshold", "Unfold", "Fold", "CosineSimilarity", "PairwiseDistance", "ZeroPad2D", "ZeroPad2d",
-    }
-    | {f"{kind}{n}{d}" for kind in ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool") for n in "123" for d in "dD"}
-)  # fmt: skip
+def is_framework(qualname: str) -> bool:
+    return root(qualname) in FRAMEWORKS
 
-#: Containers: sequences and dicts of layers. Only `Sequential` is callable.
-CONTAINERS = {
-    "paddle": frozenset({"LayerList", "LayerDict", "Sequential", "ParameterList"}),
-    "torch": frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"}),
+
+#: Where framework layers live outside `<framework>.nn`: each of these prefixes keys its own lists.
+LAYER_HOMES = ("torchvision.ops", "paddle.vision.ops")
+_HOME_ROOTS = frozenset(root(h) for h in LAYER_HOMES) - set(FRAMEWORKS)
+
+
+def home(qualname: str) -> str | None:
+    """The key of the lists a framework class name is looked up in: its framework for `<fw>.nn`, else a prefix."""
+    fw = root(qualname)
+    if fw in FRAMEWORKS and (".nn." in qualname or qualname.startswith(fw + ".nn")):
+        return fw
+    return next((h for h in LAYER_HOMES if qualname.startswith(h + ".")), None)
+
+
+def _by_home(role: str) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {fw: set() for fw in FRAMEWORKS}
+    for layer in LAYERS:
+        place = home(layer.name)
+        if layer.role == role and place is not None:
+            found.setdefault(place, set()).add(layer.short)
+    return {place: frozenset(names) for place, names in found.items()}
+
+
+#: Base classes that make a class a layer (Paddle 2.4 and earlier spelled them `paddle.fluid.dygraph...`).
+LAYER_BASES = frozenset(layer.name for layer in LAYERS if layer.role == BASE) | {
+    "paddle.fluid.dygraph.Layer",
+    "paddle.fluid.dygraph.layers.Layer",
 }
+#: Framework layers checked capturable, by short name per home: a framework layer not on it makes its parent
+#: `unknown`, never `eligible` by guess. The evidence for each is in `framework_layers.py`.
+KNOWN_LAYERS = _by_home(KNOWN)
+#: Framework layers without parameters or buffers: building one in forward costs a Python object, nothing more.
+PARAMETERLESS = frozenset(layer.short for layer in LAYERS if layer.stateless)
+#: Containers: sequences and dicts of layers. Only `Sequential` is callable.
+CONTAINERS = _by_home(CONTAINER)
 CALLABLE_CONTAINERS = frozenset({"Sequential"})
 
-#: Framework functions that return host values (the rest return tensors).
+# The name lists below are checked by calling or reading each name in both frameworks
+# (`tests/analysis/test_framework_lists.py`). A name is on a list only if it means the same in every framework that
+# has it: `paddle.equal` and `paddle.allclose` return tensors where `torch.equal` returns a bool, so neither is a host
+# function, and `paddle.numel` / `Tensor.numel` return tensors where torch's return ints.
+
+#: Framework functions that return host values (the rest return tensors): flags, devices, dtypes, process groups.
 HOST_FUNCTIONS = frozenset(
     {
         "is_tensor", "is_grad_enabled", "is_autocast_enabled", "get_default_dtype", "is_available",
         "device_count", "current_device", "is_compiled_with_cuda", "in_dynamic_mode", "is_scripting",
         "is_tracing", "is_compiling", "finfo", "iinfo", "Size", "device", "CUDAPlace", "CPUPlace", "get_device",
-        "equal", "allclose", "is_nonzero", "is_floating_point", "is_complex", "get_rank", "get_world_size",
-        "is_inference_mode_enabled", "get_autocast_gpu_dtype", "is_storage", "result_type", "promote_types",
-        "can_cast", "dtype", "get_device_name", "get_device_capability",
+        "is_nonzero", "is_floating_point", "is_complex", "get_rank", "get_world_size", "is_inference_mode_enabled",
+        "get_autocast_gpu_dtype", "is_storage", "result_type", "promote_types", "can_cast", "get_device_name",
+        "get_device_capability",
+        # torch
+        "get_autocast_dtype", "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+        "get_num_threads", "is_initialized", "is_bf16_supported", "get_device_properties", "get_default_device",
+        "is_current_stream_capturing", "is_dynamo_compiling", "is_exporting", "is_in_onnx_export", "get_backend",
+        "is_built", "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+        "is_torchelastic_launched", "is_same_size",
+        # paddle
+        "in_dygraph_mode", "in_dynamic_or_pir_mode", "in_pir_mode", "use_pir_api", "is_compiled_with_rocm",
+        "is_compiled_with_xpu", "is_compiled_with_custom_device", "is_compiled_with_distribute",
+        "is_compiled_with_cinn", "is_bfloat16_supported", "is_float16_supported", "get_all_custom_device_type",
+        "get_cudnn_version", "get_flags", "is_integer",
     }
 )  # fmt: skip
 #: Framework functions returning a sequence of tensors.
 SEQUENCE_FUNCTIONS = frozenset(
-    {"split", "chunk", "unbind", "tensor_split", "meshgrid", "broadcast_tensors", "hsplit", "vsplit", "dsplit"}
+    {"split", "chunk", "unbind", "tensor_split", "meshgrid", "broadcast_tensors", "hsplit", "vsplit", "dsplit", "unstack"}
 )
 
-#: Tensor attributes that are host metadata.
+#: Tensor attributes that are host metadata (`training` is the layer's flag).
 HOST_ATTRIBUTES = frozenset(
     {
         "shape", "ndim", "dtype", "device", "place", "is_cuda", "is_leaf", "requires_grad", "stop_gradient",
-        "layout", "name", "persistable", "itemsize", "nbytes", "is_sparse", "training", "is_quantized",
+        "layout", "name", "persistable", "itemsize", "nbytes", "is_sparse", "training", "is_quantized", "is_cpu",
+        "is_meta", "is_nested", "is_sparse_csr", "is_mkldnn", "names", "strides", "placements", "process_mesh",
     }
 )  # fmt: skip
 #: Tensor methods that return host values without a sync (the syncing ones are rules).
@@ -115,12 +103,14 @@ HOST_METHODS = {
         {
             "size", "dim", "ndimension", "numel", "nelement", "element_size", "is_contiguous", "data_ptr",
             "get_device", "is_floating_point", "is_complex", "stride", "storage_offset", "type", "__len__",
-            "item", "tolist", "numpy",
+            "item", "tolist", "numpy", "is_pinned", "is_signed", "is_inference", "is_conj", "is_neg", "is_same_size",
+            "dim_order",
         }
     ),
     "paddle": frozenset(
         {"dim", "ndimension", "is_contiguous", "data_ptr", "is_floating_point", "is_complex", "item", "tolist",
-         "numpy", "get_strides", "element_size"}
+         "numpy", "get_strides", "element_size", "is_dense", "is_dist", "is_sparse", "is_sparse_coo", "is_sparse_csr",
+         "is_selected_rows", "is_same_shape"}
     ),
 }  # fmt: skip
 
@@ -139,27 +129,18 @@ HOST_BUILTINS = frozenset(
 TENSOR_BUILTINS = frozenset({"abs", "sum", "pow", "max", "min", "round", "divmod"})
 
 
-def root(qualname: str) -> str:
-    return qualname.split(".", 1)[0]
-
-
-def is_framework(qualname: str) -> bool:
-    return root(qualname) in FRAMEWORKS
-
-
 @functools.lru_cache(maxsize=16384)
 def layer_kind(qualname: str) -> str | None:
     """'base', 'known', 'container' or 'framework' for a framework class name; None when not the framework's."""
     fw = root(qualname)
-    if fw not in FRAMEWORKS:
+    if fw not in FRAMEWORKS and fw not in _HOME_ROOTS:
         return None
     if qualname in LAYER_BASES:
         return "base"
     short = qualname.rsplit(".", 1)[-1]
-    if ".nn." not in qualname and not qualname.startswith(fw + ".nn"):
-        return "framework"
-    if short in CONTAINERS[fw]:
+    place = home(qualname)
+    if place is not None and short in CONTAINERS.get(place, ()):
         return "container"
-    if short in KNOWN_LAYERS[fw]:
+    if place is not None and short in KNOWN_LAYERS.get(place, ()):
         return "known"
-    return "framework"
+    return "framework" if fw in FRAMEWORKS else None

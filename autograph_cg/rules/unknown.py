@@ -47,14 +47,14 @@ RULES = (
         what="Finds sublayers built from classes that are neither defined in the analyzed package nor on the "
         "reviewed list of capturable framework layers, and sublayers built by factory functions.",
         why="Their forward cannot be checked, so the parent's verdict is `unknown`.",
-        example="self.rnn = nn.LSTM(64, 64)",
+        example="self.loss = nn.CTCLoss()",
         instead="# analyze the package that defines it too, or mark the parent `# autograph-cg: skip`",
         check=_cross_file,
         hook="cross-file",
         default=False,
         invalid=(
-            "class M(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.rnn = nn.LSTM(4, 4)\n"
-            "    def forward(self, x):\n        return self.rnn(x)\n",
+            "class M(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.loss = nn.CTCLoss()\n"
+            "    def forward(self, x):\n        return self.loss(x)\n",
         ),
         valid=(
             "class M(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"

@@ -26,15 +26,19 @@ class Layer:
     note: str  # what was read or run: the ops it ends in, or why it is off
     stateless: bool = False  # no parameters or buffers: building one in forward costs a Python object
     caveat: str = ""  # constructor or call arguments under which it is not capturable, and why
+    waives: tuple[str, ...] = ()  # "CODE text": findings in its own source that the note explains away
 
     @property
     def short(self) -> str:
         return self.name.rsplit(".", 1)[-1]
 
 
-def _rows(role: str, checked: str, prefix: str, rows: str, note: str, stateless: bool = False) -> list[Layer]:
+def _rows(
+    role: str, checked: str, prefix: str, rows: str, note: str, stateless: bool = False, caveat: str = "",
+    waives: tuple[str, ...] = (),
+) -> list[Layer]:
     """Many classes with one note: `rows` is a space-separated list of names under `prefix`."""
-    return [Layer(f"{prefix}.{name}", role, checked, note, stateless) for name in rows.split()]
+    return [Layer(f"{prefix}.{name}", role, checked, note, stateless, caveat, waives) for name in rows.split()]
 
 
 # ----- PyTorch: every entry below is captured and replayed by the GPU test; the notes say what its forward runs ----
@@ -64,10 +68,8 @@ TORCH: list[Layer] = [
     *_rows(KNOWN, GPU, _T, "LocalResponseNorm CrossMapLRN2d", "pooling and elementwise ops", True),
     *_rows(KNOWN, GPU, _T, "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout",
            "fused dropout / bernoulli_ on the philox generator: a fresh mask on every replay", True),
-    Layer(f"{_T}.Embedding", KNOWN, GPU, "embedding (index_select)",
-          caveat="max_norm: embedding_renorm_ finds the unique indices, a data-dependent size"),
-    Layer(f"{_T}.EmbeddingBag", KNOWN, GPU, "_embedding_bag with offsets",
-          caveat="max_norm: embedding_renorm_ finds the unique indices, a data-dependent size"),
+    *_rows(KNOWN, GPU, _T, "Embedding EmbeddingBag", "embedding / _embedding_bag; with max_norm, embedding_renorm_ "
+           "counts the unique indices on the device (cub::unique, aten/src/ATen/native/cuda/Embedding.cu)"),
     *_rows(KNOWN, GPU, _T, " ".join(_PAD_DIMS), "pad kernels", True),
     *_rows(KNOWN, GPU, _T, " ".join(f"{k}{n}d" for k in ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool", "LPPool")
                                     for n in "123"), "pooling kernels", True),
@@ -102,10 +104,10 @@ TORCH: list[Layer] = [
     Layer(f"{_T}.AdaptiveLogSoftmaxWithLoss", OFF, SOURCE, "forward calls `.nonzero()`, indexes with a boolean mask and "
           "reads `.item()` (torch/nn/modules/adaptive.py)"),
     Layer(f"{_T}.CTCLoss", OFF, SOURCE, "ctc_loss copies input_lengths and target_lengths to the CPU "
-          "(aten/src/ATen/native/LossCTC.cpp)"),
-    Layer(f"{_T}.GaussianNLLLoss", OFF, SOURCE, "gaussian_nll_loss branches on `torch.any(var < 0)`, a host sync"),
+          "(aten/src/ATen/native/LossCTC.cpp)", True),
+    Layer(f"{_T}.GaussianNLLLoss", OFF, SOURCE, "gaussian_nll_loss branches on `torch.any(var < 0)`, a host sync", True),
     Layer(f"{_T}.LinearCrossEntropyLoss", OFF, SOURCE, "new in torch 2.13; the GPU run has 2.11: not captured yet"),
-    *_rows(OFF, SOURCE, _T, "LazyLinear LazyBilinear LazyConv1d LazyConv2d LazyConv3d LazyConvTranspose1d "
+    *_rows(OFF, SOURCE, _T, "LazyLinear LazyConv1d LazyConv2d LazyConv3d LazyConvTranspose1d "
            "LazyConvTranspose2d LazyConvTranspose3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyInstanceNorm1d "
            "LazyInstanceNorm2d LazyInstanceNorm3d", "its parameters are created by the first forward call, which then "
            "changes its class: not checked with the runtime's warm-up"),
@@ -164,16 +166,18 @@ PADDLE: list[Layer] = [
     Layer(f"{_P}.GLU", KNOWN, SOURCE, "split and multiply", True),
     Layer(f"{_P}.Maxout", KNOWN, SOURCE, "maxout kernel", True),
     Layer(f"{_P}.PReLU", KNOWN, SOURCE, "prelu kernel with its weight"),
-    Layer(f"{_P}.RReLU", OFF, SOURCE, "training: rrelu kernel " + _FROZEN_RNG),
+    Layer(f"{_P}.RReLU", OFF, SOURCE, "training: rrelu kernel " + _FROZEN_RNG, True),
     *_rows(KNOWN, SOURCE, _P, "Identity Flatten Unflatten", "returns its input or a reshape", True),
     *_rows(KNOWN, SOURCE, _P, "Linear Bilinear", "linear (matmul + add) / bilinear"),
     *_rows(KNOWN, SOURCE, _P, "Conv1D Conv2D Conv3D Conv1d Conv2d Conv3d Conv1DTranspose Conv2DTranspose "
            "Conv3DTranspose", "conv / depthwise_conv kernels (pad3d first for non-zero padding modes)"),
     Layer(f"{_P}.BatchNorm", KNOWN, SOURCE, "batch_norm_ with the running statistics updated in place"),
     *_rows(KNOWN, SOURCE, _P, "BatchNorm1D BatchNorm2D BatchNorm3D", "batch_norm_ with the running statistics updated in "
-           "place; forward re-sets `_data_format` from the same constructor value on every call"),
+           "place; forward re-sets `_data_format` from the same constructor value on every call",
+           waives=("AG401 `self._data_format`",)),
     Layer(f"{_P}.SyncBatchNorm", KNOWN, SOURCE, "sync_batch_norm_: the statistics are all-reduced by NCCL inside the "
-          "kernel, on the device"),
+          "kernel, on the device; forward re-sets `_data_format` from the same constructor value on every call",
+          waives=("AG401 `self._data_format`",)),
     *_rows(KNOWN, SOURCE, _P, "GroupNorm LayerNorm", "group_norm / layer_norm kernels"),
     *_rows(KNOWN, SOURCE, _P, "InstanceNorm1D InstanceNorm2D InstanceNorm3D", "instance_norm kernel"),
     Layer(f"{_P}.LocalResponseNorm", KNOWN, SOURCE, "pad, pool and elementwise ops", True),
@@ -185,7 +189,8 @@ PADDLE: list[Layer] = [
     Layer(f"{_P}.Embedding", KNOWN, SOURCE, "embedding kernel",
           caveat="max_norm: embedding_renorm_ calls paddle.unique, a data-dependent size; sparse=True: selected-rows "
           "gradients"),
-    *_rows(KNOWN, SOURCE, _P, "Pad1D Pad2D Pad3D " + _PADDLE_PADS, "pad3d kernel", True),
+    *_rows(KNOWN, SOURCE, _P, "Pad1D Pad2D Pad3D " + _PADDLE_PADS, "pad3d kernel", True,
+           caveat="padding: a tensor is read with `.tolist()` on every call"),
     *_rows(KNOWN, SOURCE, _P, _PADDLE_POOLS, "pool2d / pool3d / max_pool_with_index kernels", True),
     *_rows(KNOWN, SOURCE, _P, "LPPool1D LPPool2D LPPool1d LPPool2d", "lp_pool2d kernel", True),
     *_rows(KNOWN, SOURCE, _P, "MaxUnPool1D MaxUnPool2D MaxUnPool3D MaxUnpool1d MaxUnpool2d MaxUnpool3d",
@@ -193,7 +198,8 @@ PADDLE: list[Layer] = [
     *_rows(OFF, SOURCE, _P, "FractionalMaxPool2D FractionalMaxPool3D", "without random_u the kernel draws its own; "
            "not checked for a graph-safe seed", True),
     Layer(f"{_P}.Upsample", KNOWN, SOURCE, "interpolate kernels; forward sets `data_format` once from the input rank "
-          "when it was None (the rank is part of the graph key)", True),
+          "when it was None (the rank is part of the graph key)", True,
+          waives=("AG401 `self.data_format`",)),
     *_rows(KNOWN, SOURCE, _P, "UpsamplingNearest2D UpsamplingBilinear2D UpsamplingNearest2d UpsamplingBilinear2d",
            "interpolate kernels", True),
     *_rows(KNOWN, SOURCE, _P, "PixelShuffle PixelUnshuffle ChannelShuffle Fold Unfold", "reshape and im2col kernels",
@@ -212,7 +218,8 @@ PADDLE: list[Layer] = [
     Layer(f"{_P}.Transformer", KNOWN, SOURCE, "TransformerEncoder and TransformerDecoder",
           caveat="custom_encoder, custom_decoder: the layers given are run"),
     *_rows(KNOWN, SOURCE, _P, "SimpleRNNCell LSTMCell GRUCell", "matmul, split and activations; initial states are "
-           "paddle.full from the batch size (its `.item()` is reached only when that size is unknown)"),
+           "paddle.full from the batch size (its `.item()` is reached only when that size is unknown)",
+           waives=("AG101 `.item()`",)),
     *_rows(OFF, SOURCE, _P, "SimpleRNN LSTM GRU", "the rnn kernel builds cuDNN descriptors with a host-drawn dropout "
            "seed on every call and copies sequence_length to the host (phi/kernels/gpu/rnn_kernel.cu.cc)"),
     *_rows(OFF, SOURCE, _P, "RNN BiRNN", "runs the cell it is given step by step through Python structure helpers "
@@ -257,8 +264,10 @@ _PV = "paddle.vision.ops"
 PADDLE_VISION: list[Layer] = [
     Layer(f"{_PV}.ConvNormActivation", KNOWN, SOURCE, "a Sequential of Conv2D, norm and activation",
           caveat="norm_layer, activation_layer: the classes given are built and run"),
-    Layer(f"{_PV}.RoIAlign", OFF, SOURCE, "roi_align copies boxes_num to the host (phi/kernels/gpu/roi_align_kernel.cu)"),
-    *_rows(OFF, SOURCE, _PV, "RoIPool PSRoIPool DeformConv2D", "kernels not checked"),
+    Layer(f"{_PV}.RoIAlign", OFF, SOURCE, "roi_align copies boxes_num to the host (phi/kernels/gpu/roi_align_kernel.cu)",
+          True),
+    *_rows(OFF, SOURCE, _PV, "RoIPool PSRoIPool", "kernels not checked", True),
+    Layer(f"{_PV}.DeformConv2D", OFF, SOURCE, "kernel not checked"),
 ]
 
 _PF = "paddle.distributed.fleet.meta_parallel"

@@ -82,6 +82,8 @@ HOST_FUNCTIONS = frozenset(
         "is_compiled_with_xpu", "is_compiled_with_custom_device", "is_compiled_with_distribute",
         "is_compiled_with_cinn", "is_bfloat16_supported", "is_float16_supported", "get_all_custom_device_type",
         "get_cudnn_version", "get_flags", "is_integer",
+        # distributed tensor placements
+        "Shard", "Replicate", "Partial",
     }
 )  # fmt: skip
 #: Framework functions returning a sequence of tensors.
@@ -94,7 +96,7 @@ HOST_ATTRIBUTES = frozenset(
     {
         "shape", "ndim", "dtype", "device", "place", "is_cuda", "is_leaf", "requires_grad", "stop_gradient",
         "layout", "name", "persistable", "itemsize", "nbytes", "is_sparse", "training", "is_quantized", "is_cpu",
-        "is_meta", "is_nested", "is_sparse_csr", "is_mkldnn", "names", "strides", "placements", "process_mesh",
+        "is_meta", "is_nested", "is_sparse_csr", "is_mkldnn", "strides", "placements", "process_mesh",
     }
 )  # fmt: skip
 #: Tensor methods that return host values without a sync (the syncing ones are rules).

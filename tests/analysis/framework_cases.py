@@ -140,9 +140,9 @@ TORCH_CASES: dict[str, Case] = {
        for kind in ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool") for n in "123"},
     **{f"torch.nn.LPPool{n}d": Case(lambda n=n: getattr(nn, f"LPPool{n}d")(2, 2), (Input("unit", _DIMS[n]),))
        for n in "123"},
-    "torch.nn.FractionalMaxPool2d": Case(lambda: nn.FractionalMaxPool2d(2, output_size=3), (f(2, 3, 8, 8),),
+    "torch.nn.FractionalMaxPool2d": Case(lambda: nn.FractionalMaxPool2d(2, output_size=5), (f(2, 3, 12, 12),),
                                          random="always", homogeneous=True),
-    "torch.nn.FractionalMaxPool3d": Case(lambda: nn.FractionalMaxPool3d(2, output_size=2), (f(2, 3, 5, 5, 5),),
+    "torch.nn.FractionalMaxPool3d": Case(lambda: nn.FractionalMaxPool3d(2, output_size=4), (f(2, 3, 9, 9, 9),),
                                          random="always", homogeneous=True),
     **{
         f"torch.nn.MaxUnpool{n}d": Case(lambda n=n: getattr(nn, f"MaxUnpool{n}d")(2),

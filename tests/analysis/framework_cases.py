@@ -23,10 +23,9 @@ class Input:
     def make(self, generator: torch.Generator, device: str) -> torch.Tensor:
         if self.kind == "long":
             return torch.randint(0, self.high, self.shape, generator=generator).to(device)
-        if self.kind == "mask":  # padding mask: True is padding; the first position of each row is kept
-            mask = torch.rand(self.shape, generator=generator) > 0.6
-            mask[..., 0] = False
-            return mask.to(device)
+        if self.kind == "mask":  # left-aligned padding mask: each row keeps 1..n positions, True is padding
+            lengths = torch.randint(1, self.shape[-1] + 1, (*self.shape[:-1], 1), generator=generator)
+            return (torch.arange(self.shape[-1]) >= lengths).to(device)
         if self.kind == "indices":  # max_unpool indices: the arg-max of each 2-wide window of a pool over `high` dims
             source = torch.randn(*self.shape[:2], *(2 * s for s in self.shape[2:]), generator=generator)
             pool = (nn.functional.max_pool1d, nn.functional.max_pool2d, nn.functional.max_pool3d)[self.high - 1]
@@ -123,11 +122,11 @@ TORCH_CASES: dict[str, Case] = {
     "torch.nn.LocalResponseNorm": Case(lambda: nn.LocalResponseNorm(2), (f(2, 4, 5, 5),)),
     "torch.nn.CrossMapLRN2d": Case(lambda: nn.CrossMapLRN2d(3), (f(2, 4, 5, 5),)),
     "torch.nn.Dropout": Case(lambda: nn.Dropout(0.5), (f(4, 16),), random="train", homogeneous=True),
-    "torch.nn.Dropout1d": Case(lambda: nn.Dropout1d(0.5), (f(2, 4, 8),), random="train", homogeneous=True),
-    "torch.nn.Dropout2d": Case(lambda: nn.Dropout2d(0.5), (f(2, 4, 3, 3),), random="train", homogeneous=True),
-    "torch.nn.Dropout3d": Case(lambda: nn.Dropout3d(0.5), (f(2, 4, 2, 2, 2),), random="train", homogeneous=True),
+    "torch.nn.Dropout1d": Case(lambda: nn.Dropout1d(0.5), (f(4, 8, 8),), random="train", homogeneous=True),
+    "torch.nn.Dropout2d": Case(lambda: nn.Dropout2d(0.5), (f(4, 8, 3, 3),), random="train", homogeneous=True),
+    "torch.nn.Dropout3d": Case(lambda: nn.Dropout3d(0.5), (f(4, 8, 2, 2, 2),), random="train", homogeneous=True),
     "torch.nn.AlphaDropout": Case(lambda: nn.AlphaDropout(0.5), (f(4, 16),), random="train"),
-    "torch.nn.FeatureAlphaDropout": Case(lambda: nn.FeatureAlphaDropout(0.5), (f(2, 4, 3, 3),), random="train"),
+    "torch.nn.FeatureAlphaDropout": Case(lambda: nn.FeatureAlphaDropout(0.5), (f(4, 8, 3, 3),), random="train"),
     "torch.nn.Embedding": Case(lambda: nn.Embedding(10, 4, max_norm=1.0), (target("long", 2, 5, high=10),)),
     "torch.nn.EmbeddingBag": Case(lambda: nn.EmbeddingBag(10, 4, mode="mean", max_norm=1.0), (target("long", 2, 5, high=10),)),
     **{
@@ -196,7 +195,7 @@ TORCH_CASES: dict[str, Case] = {
 }
 
 TORCHVISION_CASES: dict[str, Case] = {
-    "torchvision.ops.StochasticDepth": Case(lambda: _tv().StochasticDepth(0.5, "row"), (f(8, 3, 2, 2),), random="train",
+    "torchvision.ops.StochasticDepth": Case(lambda: _tv().StochasticDepth(0.5, "row"), (f(32, 3, 2, 2),), random="train",
                                             homogeneous=True),
     "torchvision.ops.DropBlock2d": Case(lambda: _tv().DropBlock2d(0.5, 3), (f(2, 3, 8, 8),), random="train",
                                         homogeneous=True),

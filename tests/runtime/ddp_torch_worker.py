@@ -84,7 +84,7 @@ def train(name: str, case: dict, wrapped: bool, rank: int, device: torch.device)
     return snapshots, stats
 
 
-def main(rank: int, world: int, port: int, out: str) -> None:
+def main(rank: int, world: int, port: str, out: str) -> None:
     device = torch.device("cpu")
     if os.environ.get("AUTOGRAPH_CG_TEST_DEVICE") == "cuda":
         device = torch.device("cuda", rank % torch.cuda.device_count())
@@ -105,4 +105,4 @@ def main(rank: int, world: int, port: int, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")[0], sys.argv[4])

@@ -1,7 +1,9 @@
-"""Run a worker module as the ranks of one process group and collect what each rank wrote.
+"""Run a worker module as the ranks of one process group, collect what each rank wrote, compare.
 
-A worker is started as ``python -m <module> <rank> <world> <port> <out>``; it runs every case of its
-module once and pickles a dict to ``<out>``. One launch serves a whole test module.
+A worker is started as ``python -m <module> <rank> <world> <ports> <out>`` (``ports``: one free port
+per rank, comma-separated); it runs every case of its module once and pickles to ``<out>`` a dict
+of case name to the parameters after every step, eager and wrapped, and the wrapped layers'
+``layer_stats()``. One launch serves a whole test module.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +33,7 @@ def free_ports(n: int) -> list[int]:
 
 def run_ranks(module: str, world: int, out_dir: Path, env: dict | None = None, timeout: float = 180) -> list[dict]:
     """Start ``world`` ranks of ``module``, wait for all, and return each rank's results."""
-    port = free_ports(1)[0]
+    ports = ",".join(map(str, free_ports(world)))
     # One thread per rank: ranks that share the cores spin against each other's thread pools.
     environ = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -38,7 +42,7 @@ def run_ranks(module: str, world: int, out_dir: Path, env: dict | None = None, t
     procs = []
     for rank in range(world):
         with open(logs[rank], "w") as log:
-            argv = [sys.executable, "-m", module, str(rank), str(world), str(port), str(outs[rank])]
+            argv = [sys.executable, "-m", module, str(rank), str(world), ports, str(outs[rank])]
             procs.append(subprocess.Popen(argv, cwd=ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT))
     failed = []
     for rank, proc in enumerate(procs):
@@ -57,3 +61,26 @@ def run_ranks(module: str, world: int, out_dir: Path, env: dict | None = None, t
         with open(out, "rb") as fh:
             results.append(pickle.load(fh))
     return results
+
+
+def assert_wrapped_matches_eager(results: list[dict], name: str, place: str, atol: float) -> None:
+    """Every rank's wrapped run has eager's parameters after every step, the ranks agree, and the
+    graphs were replayed; a wrapper placed outside the engine ran eagerly and said why."""
+    for rank, res in enumerate(results):
+        r = res[name]
+        for step, (got, want) in enumerate(zip(r["wrapped"], r["eager"])):
+            assert np.allclose(got, want, atol=atol, rtol=0), (
+                f"rank {rank}, step {step}: wrapped differs from eager by {np.abs(got - want).max():.3g}"
+            )
+        stats = r["stats"]
+        if place == "outside":
+            (s,) = stats
+            assert s["state"] == "eager" and "DataParallel" in s["disabled_reason"], s
+            assert s["forward_replays"] == 0
+        else:
+            assert stats and all(s["backward_replays"] > 0 and s["eager_backwards"] == 0 for s in stats), stats
+    for step in range(len(results[0][name]["wrapped"])):
+        ranks = [res[name]["wrapped"][step] for res in results]
+        assert all(np.array_equal(ranks[0], other) for other in ranks[1:]), f"ranks disagree at step {step}"
+    firsts = [res[name]["eager"][0] for res in results]  # the reference: eager keeps the ranks equal
+    assert all(np.allclose(firsts[0], other, atol=atol, rtol=0) for other in firsts[1:])

@@ -391,7 +391,7 @@ class Runner:
     def _capture(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
         ops, key = self.ops, entry.key
         layer = self.layer
-        why = ops.hooks_reason(layer) or ops.engine_reason(layer) or ops.prerequisites_reason(backend, device)
+        why = ops.engine_reason(layer) or ops.hooks_reason(layer) or ops.prerequisites_reason(backend, device)
         if why:
             self.stats.disable(why)
             return None

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from tests.runtime.dp_paddle_worker import CASES
+from tests.runtime.parallel_paddle_worker import CASES
 from tests.runtime.ranks import assert_wrapped_matches_eager, run_ranks
 
 if importlib.util.find_spec("paddle") is None:
@@ -16,9 +16,9 @@ if importlib.util.find_spec("paddle") is None:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    return run_ranks("tests.runtime.dp_paddle_worker", 2, tmp_path_factory.mktemp("paddle-dp"))
+    return run_ranks("tests.runtime.parallel_paddle_worker", 2, tmp_path_factory.mktemp("paddle-dp"))
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_wrapped_data_parallel_matches_eager_on_every_rank(results: list[dict], name: str) -> None:
-    assert_wrapped_matches_eager(results, name, CASES[name]["place"], atol=1e-6)
+    assert_wrapped_matches_eager(results, name, CASES[name], atol=1e-6)

@@ -1,4 +1,4 @@
-"""One rank of the Paddle DataParallel tests (run by tests/runtime/ranks.py, not by pytest).
+"""One rank of the Paddle data-parallel tests (run by tests/runtime/ranks.py, not by pytest).
 
 The process group is fleet's (collective, data-parallel degree = world size, gloo on CPU), so a case
 can use ``paddle.DataParallel`` on the global group or ``fleet.distributed_model`` on fleet's
@@ -22,7 +22,8 @@ D, BATCH, STEPS = 8, 4, 6
 # place: "blocks" (each block inside DataParallel's layer), "whole" (its whole layer), "outside"
 # (around DataParallel); engine: "DataParallel" or "fleet" (fleet.distributed_model); accumulate:
 # micro-batches per step, all but the last under no_sync(); set_to_zero: how the optimizer clears
-# grads; spare: each block holds a Linear its forward never uses.
+# grads; spare: each block holds a Linear its forward never uses; eager: the wrapped layers run
+# eagerly, with this in their reason.
 CASES: dict[str, dict[str, Any]] = {
     "blocks": {"place": "blocks"},
     "blocks, find_unused_parameters": {"place": "blocks", "dp": {"find_unused_parameters": True}, "spare": True},
@@ -31,7 +32,7 @@ CASES: dict[str, dict[str, Any]] = {
     "whole, no_sync, clear_grad(set_to_zero=False)": {"place": "whole", "accumulate": 2, "set_to_zero": False},
     "fleet data-parallel group, blocks": {"place": "blocks", "engine": "fleet"},
     "fleet data-parallel group, whole": {"place": "whole", "engine": "fleet", "accumulate": 2},
-    "outside": {"place": "outside"},
+    "outside": {"place": "outside", "eager": "DataParallel"},
 }
 
 

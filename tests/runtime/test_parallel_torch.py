@@ -34,42 +34,34 @@ def test_two_gloo_ranks_on_cpu(cpu_results: list[dict], name: str) -> None:
     assert_wrapped_matches_eager(cpu_results, name, CASES[name], atol=1e-6)
 
 
-@pytest.fixture(scope="module")
-def nccl_results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs 2 CUDA devices")
-    return run_ranks(WORKER, 2, tmp_path_factory.mktemp("nccl"), {**GPU_ENV, "AUTOGRAPH_CG_TEST_PG": "nccl"})
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", cases("cuda"))
-def test_two_nccl_ranks_on_two_gpus(nccl_results: list[dict], name: str) -> None:
-    assert_wrapped_matches_eager(nccl_results, name, CASES[name], atol=1e-5)
+# name: (ranks, process-group backend, engines (None: all), GPUs needed)
+GPU_LAUNCHES = {
+    "two NCCL ranks on two GPUs": (2, "nccl", None, 2),
+    "two gloo ranks sharing one GPU": (2, "gloo", "ddp", 1),
+    "one NCCL rank": (1, "nccl", "ddp,fsdp,fully_shard", 1),
+}
 
 
 @pytest.fixture(scope="module")
-def shared_gpu_results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    env = {**GPU_ENV, "AUTOGRAPH_CG_TEST_PG": "gloo", "AUTOGRAPH_CG_TEST_ENGINES": "ddp"}
-    return run_ranks(WORKER, 2, tmp_path_factory.mktemp("gloo-gpu"), env)
+def launched(tmp_path_factory: pytest.TempPathFactory):
+    """Each GPU launch's results, launched once, at its first test."""
+    done: dict[str, list[dict]] = {}
+
+    def results(launch: str) -> list[dict]:
+        world, backend, engines, gpus = GPU_LAUNCHES[launch]
+        if torch.cuda.device_count() < gpus:
+            pytest.skip(f"needs {gpus} CUDA device(s)")
+        if launch not in done:
+            env = {**GPU_ENV, "AUTOGRAPH_CG_TEST_PG": backend, "AUTOGRAPH_CG_TEST_ENGINES": engines or ""}
+            done[launch] = run_ranks(WORKER, world, tmp_path_factory.mktemp("gpu"), env)
+        return done[launch]
+
+    return results
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", cases("cuda", "ddp"))
-def test_two_gloo_ranks_sharing_one_gpu(shared_gpu_results: list[dict], name: str) -> None:
-    assert_wrapped_matches_eager(shared_gpu_results, name, CASES[name], atol=1e-5)
-
-
-@pytest.fixture(scope="module")
-def one_rank_results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    env = {**GPU_ENV, "AUTOGRAPH_CG_TEST_PG": "nccl", "AUTOGRAPH_CG_TEST_ENGINES": "ddp,fsdp,fully_shard"}
-    return run_ranks(WORKER, 1, tmp_path_factory.mktemp("nccl-1"), env)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", cases("cuda", "ddp,fsdp,fully_shard"))
-def test_one_nccl_rank(one_rank_results: list[dict], name: str) -> None:
-    assert_wrapped_matches_eager(one_rank_results, name, CASES[name], atol=1e-5)
+@pytest.mark.parametrize(
+    "launch, name", [(launch, name) for launch, spec in GPU_LAUNCHES.items() for name in cases("cuda", spec[2])]
+)
+def test_on_gpus(launched, launch: str, name: str) -> None:
+    assert_wrapped_matches_eager(launched(launch), name, CASES[name], atol=1e-5)

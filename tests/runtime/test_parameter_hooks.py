@@ -22,34 +22,29 @@ def train_seen(fw, model, xs: list, hook) -> tuple[list, list]:
     return grads, [g for sink in seen for g in sink]
 
 
-def test_post_accumulate_grad_hooks_run_after_each_replay(torch_fw):
-    fw = torch_fw
+def compare(fw, hook, steps: int) -> tuple[tuple, tuple, dict]:
+    """(grads, seen) of the wrapped layer and of the plain one, and the wrapped layer's stats."""
     ref = fw.build("MLP", D)
     wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
-    xs = [randn(B, D) for _ in range(4)]
+    xs = [randn(B, D) for _ in range(steps)]
+    return train_seen(fw, wrapped, xs, hook), train_seen(fw, ref, xs, hook), wrapped.stats
+
+
+def test_post_accumulate_grad_hooks_run_after_each_replay(torch_fw):
+    fw = torch_fw
 
     def hook(p, seen):
         p.register_post_accumulate_grad_hook(lambda t: seen.append(fw.numpy(t.grad).copy()))
 
-    got = train_seen(fw, wrapped, xs, hook)
-    want = train_seen(fw, ref, xs, hook)
-    assert len(got[1]) == len(want[1]) == 4 * len(list(ref.parameters()))
+    got, want, stats = compare(fw, hook, 4)
+    assert len(got[1]) == len(want[1]) == len(got[0])  # one per parameter and step
     assert_all_close(got[0] + got[1], want[0] + want[1], fw.atol, "grads and what the hooks saw")
-    assert wrapped.stats["backward_replays"] == 3
+    assert stats["backward_replays"] == 3
 
 
 def test_gradient_hooks_keep_the_layer_eager(torch_fw):
     fw = torch_fw
-    ref = fw.build("MLP", D)
-    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
-    xs = [randn(B, D) for _ in range(3)]
-
-    def hook(p, seen):
-        p.register_hook(lambda g: g * 0.5)
-
-    got, _ = train_seen(fw, wrapped, xs, hook)
-    want, _ = train_seen(fw, ref, xs, hook)
-    assert_all_close(got, want, fw.atol, "grads through a halving hook")
-    stats = wrapped.stats
+    got, want, stats = compare(fw, lambda p, seen: p.register_hook(lambda g: g * 0.5), 3)
+    assert_all_close(got[0], want[0], fw.atol, "grads through a halving hook")
     assert stats["state"] == "eager" and "register_hook" in stats["disabled_reason"]
     assert stats["forward_replays"] == 0

@@ -28,12 +28,12 @@ def _classes(*names: str) -> Iterator[type]:
             yield cls
 
 
-def _first(pairs: Iterator[tuple[str, Any]], classes: tuple[type, ...]) -> tuple[str, type] | None:
+def _first(pairs: Iterator[tuple[str, Any]], classes: tuple[type, ...]) -> tuple[str, str] | None:
+    """The first (name, type name) of the objects that are instances of one of ``classes``."""
     if classes:
         for name, obj in pairs:
-            for cls in classes:
-                if isinstance(obj, cls):
-                    return name or "the layer", cls
+            if isinstance(obj, classes):
+                return name or "the layer", type(obj).__name__
     return None
 
 
@@ -44,10 +44,10 @@ def torch_reason(layer: Any) -> str | None:
     ))
     found = _first(layer.named_modules(), outside)
     if found:
-        cls = found[1].__name__
+        cls = found[1]
         return (
-            f"{found[0]} is a {cls}: its gradient reduction is set up in its own forward, which a replay "
-            "skips; " + _OUTSIDE.format(cls="DDP" if "Distributed" in cls else cls)
+            f"{found[0]} is a {cls}: its forward prepares gradient reduction (and replicas), which a "
+            "replay skips; " + _OUTSIDE.format(cls="DDP" if "Distributed" in cls else cls)
         )
     sharded = tuple(_classes(
         "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
@@ -56,7 +56,7 @@ def torch_reason(layer: Any) -> str | None:
     ))
     found = _first(layer.named_modules(), sharded)
     if found:
-        return f"{found[0]} is sharded by FSDP ({found[1].__name__}): {_SHARDED}"
+        return f"{found[0]} is sharded by FSDP ({found[1]}): {_SHARDED}"
     found = _first(layer.named_parameters(), tuple(_classes("torch.distributed.tensor.DTensor")))
     if found:
         return f"parameter {found[0]} is a DTensor (tensor parallel or FSDP): {_SPLIT}"
@@ -83,7 +83,8 @@ def _sharded_above(layer: Any) -> str | None:
         return None
     for module, state in list(states.items()):
         if "FSDP" in type(state()).__name__ and any(m is layer for m in module.modules()):
-            return f"a module holding the layer ({type(module).__name__}) is sharded by FSDP (fully_shard): {_SHARDED}"
+            holder = type(module).__name__
+            return f"a module holding the layer ({holder}) is sharded by FSDP (fully_shard): {_SHARDED}"
     return None
 
 
@@ -103,7 +104,7 @@ def paddle_reason(layer: Any) -> str | None:
         f"{fleet}.sharding.group_sharded_fully_shard.FullyShard",
     )))
     if found:
-        return f"{found[0]} is sharded ({found[1].__name__}): {_SHARDED}"
+        return f"{found[0]} is sharded ({found[1]}): {_SHARDED}"
     found = _first(iter(sublayers), tuple(_classes(
         f"{fleet}.meta_parallel_base.MetaParallelBase",
         f"{fleet}.parallel_layers.pp_layers.PipelineLayer",
@@ -113,7 +114,7 @@ def paddle_reason(layer: Any) -> str | None:
         "paddle.distributed.fleet.layers.mpu.mp_layers.ParallelCrossEntropy",
     )))
     if found:
-        return f"{found[0]} is a fleet {found[1].__name__}: {_SPLIT}"
+        return f"{found[0]} is a fleet {found[1]}: {_SPLIT}"
     for name, p in layer.named_parameters():
         if getattr(p, "is_dist", bool)():
             return f"parameter {name} is a distributed tensor (auto parallel): {_SPLIT}"

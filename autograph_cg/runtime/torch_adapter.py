@@ -422,6 +422,17 @@ class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):
 
     _ops = TorchOps()
     _children = "_modules"
+    _is_replica = False  # torch.nn.DataParallel's copies of the module set it
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if self._is_replica:
+            # A copy that torch.nn.DataParallel made for one device and runs in a thread: its layer is
+            # another copy, and the graphs (and the runner) are the original's.
+            stats = self._runner.stats
+            stats.eager_calls += 1
+            stats.fallback("a torch.nn.DataParallel replica (a copy of the layer, run in a thread)")
+            return self._modules["layer"](*args, **kwargs)
+        return self._runner(args, kwargs)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any

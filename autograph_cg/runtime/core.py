@@ -105,6 +105,9 @@ class Ops(Protocol):
     def rng_state(self, device: Any) -> Any: ...
     def set_rng_state(self, state: Any, device: Any) -> None: ...
     def hooks_reason(self, layer: Any) -> str | None: ...
+    def engine_reason(self, layer: Any) -> str | None: ...  # a parallel engine a graph can't run under
+    def listened(self, params: list) -> bool: ...  # hooks wait on these parameters' gradient accumulation
+    def distributed(self) -> bool: ...  # a process group exists: its reducers wait on every accumulation
     def prerequisites_reason(self, backend: str, device: Any) -> str | None: ...
     def new_pool(self, backend: str, device: Any) -> Any: ...
     def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
@@ -129,6 +132,7 @@ class Slot:
     grad_outputs: list = field(default_factory=list)
     params: list = field(default_factory=list)  # autograd leaves standing for the parameters
     targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
+    listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
     writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
     bwd: Graph | None = None  # adds parameter grads into the bank
     bwd_seq: int = 0
@@ -164,7 +168,9 @@ class Token:
 
 def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any]) -> tuple:
     """The forward of the adapters' autograd function (torch Function / Paddle PyLayer)."""
-    outs = runner.forward_replay(slot, tensors)
+    n = len(slot.static_inputs)
+    ctx.routed = len(tensors) - n  # parameters passed only for their accumulation nodes (Runner.__call__)
+    outs = runner.forward_replay(slot, tensors[:n])
     ctx.set_materialize_grads(False)
     if slot.nondiff:
         ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
@@ -180,7 +186,7 @@ def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
     in_grads = token.runner.backward_replay(token, grads)
     if settings.DEBUG:
         settings.debug("%s backward replay", token.runner.stats.name)
-    return in_grads
+    return in_grads + [None] * ctx.routed
 
 
 def _rebuild_runner(ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str) -> "Runner":
@@ -275,6 +281,11 @@ class Runner:
         else:
             if self._anchor is None:
                 self._anchor = ops.anchor(device)
+            if slot.targets and (slot.listened or ops.distributed()):
+                # The parameters become inputs that receive no gradient: after the backward replay
+                # has stored their grads, their accumulation nodes run, and with them the hooks
+                # there (DDP's reducer), which read the grads. Only then: a node per parameter costs.
+                tensors = tensors + slot.targets
             outs = ops.apply(self, slot, self._anchor, tensors)
         return unflatten(slot.out_spec, list(outs))
 
@@ -379,7 +390,8 @@ class Runner:
 
     def _capture(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
         ops, key = self.ops, entry.key
-        why = ops.hooks_reason(self.layer) or ops.prerequisites_reason(backend, device)
+        layer = self.layer
+        why = ops.engine_reason(layer) or ops.hooks_reason(layer) or ops.prerequisites_reason(backend, device)
         if why:
             self.stats.disable(why)
             return None
@@ -407,6 +419,7 @@ class Runner:
                     if slot.diff_outputs and (slot.used_inputs or slot.used_params):
                         slot.params = [leaves[j] for j in slot.used_params]
                         slot.targets = [params[j] for j in slot.used_params]
+                        slot.listened = ops.listened(slot.targets)
                         slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
                         slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                         slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))

@@ -15,6 +15,7 @@ from paddle.autograd import PyLayer
 
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
+from .parallel import paddle_reason
 from .standin import StandInGraph
 
 _PLACE_TYPES = tuple(
@@ -219,6 +220,14 @@ class PaddleOps:
                 if getattr(sub, attr, None):
                     return f"layer hooks on {name or 'the layer'} ({attr}) would run only at capture"
         return None
+
+    engine_reason = staticmethod(paddle_reason)
+
+    @staticmethod
+    def listened(params: list) -> bool:
+        return False  # Paddle shows no hooks on gradient accumulation; its reducer needs a process group
+
+    distributed = staticmethod(paddle.distributed.is_initialized)
 
     @staticmethod
     def prerequisites_reason(backend: str, device: Any) -> str | None:

@@ -16,6 +16,7 @@ from torch.autograd.function import once_differentiable
 
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
+from .parallel import torch_reason
 from .standin import StandInGraph
 
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
@@ -335,7 +336,20 @@ class TorchOps:
             for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
                 if getattr(m, attr, None):
                     return f"module hooks on {name or 'the layer'} ({attr}) would run only at capture"
+        for name, p in layer.named_parameters():
+            if p._backward_hooks:
+                return f"gradient hooks on parameter {name} (register_hook) would not see replayed gradients"
         return None
+
+    engine_reason = staticmethod(torch_reason)
+
+    @staticmethod
+    def listened(params: list) -> bool:
+        return any(p._post_accumulate_grad_hooks for p in params)
+
+    distributed = staticmethod(
+        torch.distributed.is_initialized if torch.distributed.is_available() else lambda: False
+    )
 
     @staticmethod
     def prerequisites_reason(backend: str, device: torch.device) -> str | None:
@@ -408,6 +422,17 @@ class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):
 
     _ops = TorchOps()
     _children = "_modules"
+    _is_replica = False  # torch.nn.DataParallel's copies of the module set it
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if self._is_replica:
+            # A copy that torch.nn.DataParallel made for one device and runs in a thread: its layer is
+            # another copy, and the graphs (and the runner) are the original's.
+            stats = self._runner.stats
+            stats.eager_calls += 1
+            stats.fallback("a torch.nn.DataParallel replica (a copy of the layer, run in a thread)")
+            return self._modules["layer"](*args, **kwargs)
+        return self._runner(args, kwargs)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any

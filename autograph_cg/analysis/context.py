@@ -11,7 +11,8 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.facts import CallRef, FunctionFacts
+from autograph_cg.analysis.devices import on_cuda
+from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
 from autograph_cg.analysis.kinds import (
     BOOL_TENSOR,
     HOST,
@@ -29,6 +30,7 @@ from autograph_cg.rules.dispatch import DISPATCH
 from autograph_cg.analysis.scope import dotted_name
 
 if TYPE_CHECKING:
+    from autograph_cg.analysis.resolver.summarize import Summarizer
     from autograph_cg.analysis.scope import ClassScope, ModuleScope
     from autograph_cg.rules.base import Rule
 
@@ -130,11 +132,13 @@ class FunctionContext:
 
     __slots__ = (
         "module", "cls", "qualname", "env", "origins", "kinds", "findings", "calls", "writes_self",
-        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments",
+        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments", "summarizer",
+        "conditions", "active", "guards",
     )  # fmt: skip
 
-    def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str) -> None:
+    def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
         self.module = module
+        self.summarizer = summarizer  # writes the callee of a call it cannot follow, for the resolver
         self.cls = cls
         self.qualname = qualname
         self.env: dict[str, int] = {}
@@ -149,6 +153,9 @@ class FunctionContext:
         self._test_depth = 0
         self.self_tests: list[tuple[str, ast.AST]] = []  # `if self.X:` tests, for per-call state checks
         self.arguments: set[str] = set()  # a forward's parameters not rebound yet: objects owned by the caller
+        self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
+        self.active: tuple[int, ...] = ()  # the conditions the node being walked sits under
+        self.guards: list[tuple[int, ...]] = []  # per finding, the conditions active when it was reported
 
     # ----- what rules ask -----------------------------------------------------------------------------------
     @property
@@ -192,6 +199,7 @@ class FunctionContext:
         if self.module.framework is not None and self.module.framework not in rule.frameworks:
             return
         span = self.module.span(node)
+        self.guards.append(self.active)
         self.findings.append(
             Finding(
                 path=self.module.path,
@@ -240,7 +248,24 @@ class FunctionContext:
             calls=tuple(self.calls),
             findings=tuple(self.findings),
             writes_self=tuple(sorted(self.writes_self)),
+            conditions=tuple(self.conditions),
+            guards=tuple(self.guards) if any(self.guards) else (),
         )
+
+    def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt]) -> None:
+        """Walk `body` as code that runs only when `test` holds (or fails, for an `else`)."""
+        if self.summarizer is None:
+            self.body(body)
+            return
+        index = len(self.conditions)
+        text = self.module.snippet(test)
+        self.conditions.append(Condition(self.summarizer.condition(test, "self" if self.cls is not None else None), text, negated))
+        outer = self.active
+        self.active = outer + (index,)
+        try:
+            self.body(body)
+        finally:
+            self.active = outer
 
     def bind_params(self, args: ast.arguments, is_method: bool) -> None:
         positional = args.posonlyargs + args.args
@@ -425,7 +450,10 @@ class FunctionContext:
             if isinstance(arg, ast.Starred):
                 break
             hosts.append(self.kinds.get(id(arg), UNKNOWN) == HOST)
-        self.calls.append(CallRef(kind, target, self.module.span(node), self.module.snippet(func), tuple(hosts)))
+        callee = None
+        if kind == "unresolved" and self.summarizer is not None:
+            callee = self.summarizer.expression(func, "self" if self.cls is not None else None)
+        self.calls.append(CallRef(kind, target, self.module.span(node), self.module.snippet(func), tuple(hosts), callee, self.active))
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         if name in self.env or name in self.local_funcs:
@@ -746,8 +774,15 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
     rules = DISPATCH.nodes.get(type(node))
     if rules:
         ctx._run(rules, node)
-    ctx.body(node.body)
-    ctx.body(node.orelse)
+    if isinstance(node, ast.While):
+        ctx.body(node.body)
+        ctx.body(node.orelse)
+        return
+    runs = on_cuda(node.test, ctx.qualify)  # an arm for another device never runs inside a CUDA graph
+    if runs is not False:
+        ctx.guarded(node.test, False, node.body) if runs is None else ctx.body(node.body)
+    if runs is not True and node.orelse:
+        ctx.guarded(node.test, True, node.orelse) if runs is None else ctx.body(node.orelse)
 
 
 def _assert(ctx: FunctionContext, node: ast.Assert) -> None:

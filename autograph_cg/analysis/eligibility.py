@@ -13,32 +13,64 @@ from typing import Callable, Iterable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
 from autograph_cg.analysis.failures import INTERNAL, describe, message
-from autograph_cg.analysis.index import REFERENCE
+from autograph_cg.analysis.resolver.solver import Solver
+from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError
 from autograph_cg.rules.registry import RULES
 
 MAX_REASONS = 8
-_STATUS_ORDER = {Status.ELIGIBLE: 0, Status.UNKNOWN: 1, Status.SKIPPED: 2, Status.INELIGIBLE: 3}
+_AUTOGRAD_BASES = frozenset({"PyLayer", "Function", "InplaceFunction"})
+#: Methods every layer has (framework ones): calling them on a sublayer runs no forward code of the package.
+_LAYER_METHODS = frozenset({"parameters", "named_parameters", "buffers", "children", "modules", "state_dict", "train", "eval", "to", "cuda", "float", "half", "bfloat16", "zero_grad", "requires_grad_", "extra_repr"})
+_STATUS_ORDER = {Status.ELIGIBLE: 0, Status.CONDITIONAL: 1, Status.UNKNOWN: 2, Status.SKIPPED: 3, Status.INELIGIBLE: 4}
+#: Families a default-off condition may waive: a host sync, a dynamic shape or host control flow fails capture
+#: loudly and the runtime falls back; side effects (AG4xx) would replay wrong silently and are never waived.
+_WAIVABLE = ("AG1", "AG2", "AG3", "AG9")
 
 
 @dataclass
 class _Result:
     status: Status = Status.ELIGIBLE
     reasons: list[Reason] = field(default_factory=list)
+    hard: bool = False  # holds a blocking reason that no condition can waive
 
-    def absorb(self, status: Status, reasons: Iterable[Reason], step: str | None) -> None:
+    def absorb(self, status: Status, reasons: Iterable[Reason], step: str | None, hard: bool = False, condition: str = "") -> None:
         if status is Status.SKIPPED:
             status = Status.INELIGIBLE
+        self.hard = self.hard or hard
         if _STATUS_ORDER[status] > _STATUS_ORDER[self.status]:
             self.status = status
         if status is Status.ELIGIBLE:
             return
         for reason in reasons:
-            if len(self.reasons) >= MAX_REASONS:
-                return
             chain = (step, *reason.chain) if step else reason.chain
-            self.reasons.append(Reason(chain, reason.code, reason.message, reason.path, reason.line))
+            added = Reason(chain, reason.code, reason.message, reason.path, reason.line, reason.condition or condition)
+            if len(self.reasons) < MAX_REASONS:
+                self.reasons.append(added)
+            elif not added.condition:  # what decides the status comes before what only makes it conditional
+                waived = next((i for i, r in enumerate(self.reasons) if r.condition), None)
+                if waived is None:
+                    return
+                del self.reasons[waived]
+                self.reasons.append(added)
+
+    def take(self, other: "_Result", step: str | None, condition: str = "") -> None:
+        """Absorb what a call found; under a default-off `condition` a waivable failure only makes it conditional."""
+        if condition and other.status in (Status.INELIGIBLE, Status.UNKNOWN) and not other.hard:
+            self.absorb(Status.CONDITIONAL, other.reasons, step, condition=condition)
+        else:
+            self.absorb(other.status, other.reasons, step, other.hard)
+
+
+def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: frozenset[int]) -> str:
+    """The default-off conditions among `conditions`, as written: "" when none is off."""
+    texts = []
+    for index in conditions:
+        if index in off:
+            condition = function.conditions[index]
+            texts.append(f"not ({condition.text})" if condition.negated else condition.text)
+    return " and ".join(texts)
 
 
 def _internal(where: str, detail: str, path: str, line: int) -> Reason:
@@ -75,6 +107,8 @@ class Package:
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
         self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
+        self.solver = Solver(self)
+        self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -155,16 +189,8 @@ class Package:
                 return owner, method
         return None
 
-    def attr_classes(self, qual: str, attr: str) -> tuple[list[str], str | None]:
-        """The classes `self.<attr>` may hold, and a class assumed from a constructor default, if any."""
-        for owner in self.mro(qual):
-            module, cls = self.classes[owner]
-            self._touch(module)
-            if attr in cls.attr_classes:
-                return list(cls.attr_classes[attr]), None
-            if attr in cls.attr_defaults:
-                return [cls.attr_defaults[attr]], cls.attr_defaults[attr]
-        return [], None
+    def note_shallow(self, module: ModuleFacts) -> None:
+        self._touch(module)
 
     def _touch(self, module: ModuleFacts) -> None:
         """Forward code needs this file's bodies or sublayers: ask for its deep index."""
@@ -179,7 +205,7 @@ class Package:
         module, cls = self.classes[qual]
         self._touch(module)
         if cls.skipped:
-            verdict = Verdict(qual, module.path, cls.line, Status.SKIPPED, (Reason((cls.name,), "skip", "skipped by `# autograph-cg: skip`", module.path, cls.line),))
+            verdict = Verdict(qual, module.path, cls.line, Status.SKIPPED, (Reason((cls.name,), "skip", "skipped by `# autograph-cg: skip`", module.path, cls.line),), hard=True)
             self._class_memo[qual] = verdict
             return verdict
         self._class_memo[qual] = Verdict(qual, module.path, cls.line, Status.ELIGIBLE)  # cycles: optimistic
@@ -193,8 +219,8 @@ class Package:
             detail = describe(exc)
             self._failures[(module.path, cls.name)] = detail
             result = _Result()
-            result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None)
-        verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons))
+            result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None, hard=True)
+        verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons), result.hard)
         self._class_memo[qual] = verdict
         return verdict
 
@@ -205,7 +231,7 @@ class Package:
         for owner in self.mro(qual):
             failed = self.classes[owner][1]
             if failed.error:
-                result.absorb(Status.UNKNOWN, [_internal(failed.name, failed.error, self.classes[owner][0].path, failed.line)], None)
+                result.absorb(Status.UNKNOWN, [_internal(failed.name, failed.error, self.classes[owner][0].path, failed.line)], None, hard=True)
         if found is None:
             external = [b for b in self.framework_bases(qual) if fw.layer_kind(b) not in ("base", None)]
             if not external:
@@ -214,17 +240,16 @@ class Package:
                 self._external_layer(base, result, None, module, cls.line, cls.name)
             return result
         owner, method = found
-        status, reasons = self._function(qual, owner, method)
-        result.absorb(status, reasons, None)
+        result.take(self._function(qual, owner, method), None)
         return result
 
-    def _function(self, context: str, owner: str, function: FunctionFacts) -> tuple[Status, list[Reason]]:
+    def _function(self, context: str, owner: str, function: FunctionFacts) -> _Result:
         key = (context, owner, function.name)
         memo = self._function_memo.get(key)
         if memo is not None:
-            return memo.status, memo.reasons
+            return memo
         if key in self._in_progress:
-            return Status.ELIGIBLE, []
+            return _Result()
         self._in_progress.add(key)
         self.reached.add((owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
@@ -234,90 +259,174 @@ class Package:
         step = function.qualname
         result = _Result()
         if function.error:
-            result.absorb(Status.UNKNOWN, [_internal(function.qualname, function.error, module.path, function.line)], step)
-        for finding in function.findings:
+            result.absorb(Status.UNKNOWN, [_internal(function.qualname, function.error, module.path, function.line)], step, hard=True)
+        off = self._off_conditions(module, function)
+        for index, finding in enumerate(function.findings):
             if not self.keep(finding.code):
                 continue
             rule = RULES[finding.code]
             if rule.blocks:
-                result.absorb(Status.INELIGIBLE, [Reason((), finding.code, finding.message, finding.path, finding.line)], step)
+                reason = Reason((), finding.code, finding.message, finding.path, finding.line)
+                condition = _condition_text(function, function.guard(index), off)
+                if condition and finding.code.startswith(_WAIVABLE):
+                    result.absorb(Status.CONDITIONAL, [reason], step, condition=condition)
+                else:
+                    result.absorb(Status.INELIGIBLE, [reason], step, hard=not finding.code.startswith(_WAIVABLE))
         for call in function.calls:
-            self._call(context, owner, module, call, result, step)
+            condition = _condition_text(function, call.conditions, off)
+            if condition:
+                found = _Result()
+                self._call(context, owner, module, call, found, step)
+                result.take(found, None, condition)
+            else:
+                self._call(context, owner, module, call, result, step)
         self._in_progress.discard(key)
         self._function_memo[key] = result
-        return result.status, result.reasons
+        return result
+
+    def _off_conditions(self, module: ModuleFacts, function: FunctionFacts) -> frozenset[int]:
+        """The conditions of `function` that are off when nothing is passed and no flag is set."""
+        if not function.conditions:
+            return frozenset()
+        off = set()
+        for index, condition in enumerate(function.conditions):
+            holds = self.defaults.truth(condition.expr, module.module, function.qualname)
+            if holds is not None and holds == condition.negated:
+                off.add(index)
+        return frozenset(off)
 
     def _call(self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str) -> None:
         kind, target = call.kind, call.target
         if kind == "self" and context in self.classes:
             method = self.find_method(context, target)
             if method is not None:
-                status, reasons = self._function(context, method[0], method[1])
-                result.absorb(status, reasons, step)
+                result.take(self._function(context, method[0], method[1]), step)
                 return
-            classes, assumed = self.attr_classes(context, target)
-            if not classes:
-                self._unresolved(call, module, result, step)
-                return
-            for cls in classes:
-                self._sublayer(cls, call, module, result, f"{step} → self.{target}", assumed)
+            self._run(self.solver.attribute(context, target), call, module, result, f"{step} → self.{target}")
         elif kind == "self-attr" and context in self.classes:
             attr, _, method_name = target.partition(".")
-            classes, _ = self.attr_classes(context, attr)
-            if not classes:
-                self._unresolved(call, module, result, step)
-                return
-            for cls in classes:
-                resolved = self.resolve(cls.lstrip(REFERENCE))
-                if resolved is not None and resolved in self.classes:
-                    method = self.find_method(resolved, method_name)
-                    if method is not None:
-                        status, reasons = self._function(resolved, method[0], method[1])
-                        result.absorb(status, reasons, f"{step} → self.{attr}")
-                        continue
-                if fw.layer_kind(cls) in ("known", "container"):
-                    continue
-                self._unresolved(call, module, result, step)
+            self._methods(self.solver.attribute(context, attr), method_name, call, module, result, f"{step} → self.{attr}")
         elif kind == "super" and context in self.classes:
             start = owner if owner in self.classes else context
             method = self.find_method(start, target, skip_self=True)
             if method is not None:
-                status, reasons = self._function(context, method[0], method[1])
-                result.absorb(status, reasons, step)
+                result.take(self._function(context, method[0], method[1]), step)
         elif kind == "name":
             resolved = self.resolve(target)
-            if resolved is None:
-                if fw.is_framework(target) or target.rsplit(".", 1)[-1][:1].isupper() and not self.in_package(target):
-                    return
-                self._unresolved(call, module, result, step)
-            elif resolved in self.functions:
+            if resolved is not None and resolved in self.functions:
                 fmodule, function = self.functions[resolved]
-                status, reasons = self._function("", fmodule.module, function)
-                result.absorb(status, reasons, step)
+                result.take(self._function("", fmodule.module, function), step)
+            elif resolved is None and target.endswith(".apply") and self._autograd(target[: -len(".apply")]):
+                self._autograd_function(self.resolve(target[: -len(".apply")]) or "", result, step)
+            elif resolved is None:
+                if fw.is_framework(target):
+                    return
+                self._run(self.solver.value(("g", target), module.module, ""), call, module, result, step, constructs=True)
         elif kind == "instance":  # a layer built in forward and called: `loss_fct = CrossEntropyLoss(); loss_fct(y)`
-            self._sublayer(target, call, module, result, f"{step} → {call.text}", None)
+            self._run(self.solver.value(("g", target), module.module, ""), call, module, result, f"{step} → {call.text}")
+        elif kind == "unresolved" and call.callee is not None:
+            self._run(self.solver.value(call.callee, module.module, step), call, module, result, step)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
 
-    def _sublayer(self, cls: str, call: CallRef, module: ModuleFacts, result: _Result, step: str, assumed: str | None) -> None:
-        stored = cls.startswith(REFERENCE)
-        cls = cls[len(REFERENCE) :] if stored else cls
-        resolved = self.resolve(cls)
-        if resolved is not None and resolved in self.classes:
-            if not self.is_layer(resolved):
-                return
-            verdict = self.verdict(resolved)
-            result.absorb(verdict.status, verdict.reasons, step)
+    # ----- what a call may run ------------------------------------------------------------------------------------
+    def _run(self, value: Value, call: CallRef, module: ModuleFacts, result: _Result, step: str, constructs: bool = False) -> None:
+        """Absorb the verdicts of everything a call may run, given what its callee may hold.
+
+        `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance."""
+        targets = 0
+        for atom in sorted(value, key=repr):
+            kind = atom[0]
+            if kind in ("G", "I"):
+                targets += 1
+                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step)
+            elif kind in ("L", "K"):  # a container called or iterated: each item runs (Sequential, ModuleList)
+                items = self.solver.items(frozenset({atom}))
+                if items:
+                    targets += 1
+                    self._run(items, call, module, result, step)
+            elif kind == "?":
+                targets += 1
+                self._unknown("AG901", f"{call.text}` ({atom[1]})` ", call, module, call.span.line, result, step)
+            elif kind in ("T", "container-method"):  # a tensor; or `self.values()` of a container: nothing runs
+                targets += 1
+        if not targets and not any(a[0] in ("C", "H") for a in value):
+            self._unresolved(call, module, result, step)
+
+    def _run_object(self, qual: str, instance: bool, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
+        if qual in self.classes:
+            if self.is_layer(qual):
+                verdict = self.verdict(qual)
+                result.absorb(verdict.status, verdict.reasons, step, verdict.hard)
+            elif not instance and self._autograd(qual):
+                self._autograd_function(qual, result, step)
+            else:  # an object of a plain package class called: its __call__
+                found = self.find_method(qual, "__call__")
+                if found is not None:
+                    result.take(self._function(qual, found[0], found[1]), step)
+                elif instance:
+                    self._unknown("AG902", f"{qual} (an object without __call__)", call, module, call.span.line, result, step)
             return
-        if resolved is not None and stored:  # a package function stored on self and called in forward
-            fmodule, function = self.functions[resolved]
-            status, reasons = self._function("", fmodule.module, function)
-            result.absorb(status, reasons, step)
+        function = self._package_function(qual)
+        if function is not None:
+            result.take(self._function(*function), step)
             return
-        if resolved is not None:  # built by a package factory function: which class it returns is not known
-            self._unknown("AG902", f"{cls}() (a factory)", call, module, call.span.line, result, step)
+        if fw.layer_kind(qual) in ("known", "container", "base"):
             return
-        self._external_layer(cls, result, call, module, call.span.line, step)
+        if fw.is_framework(qual):
+            if qual.rsplit(".", 1)[-1][:1].isupper() or instance:
+                self._external_layer(qual, result, call, module, call.span.line, step)
+            return
+        if qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES:
+            return
+        self._unknown("AG902", qual, call, module, call.span.line, result, step)
+
+    def _methods(self, value: Value, name: str, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
+        """`self.attr.name(...)`: the method `name` of whatever `self.attr` may hold."""
+        targets = 0
+        for atom in sorted(value, key=repr):
+            if atom[0] in ("G", "I") and atom[1] in self.classes:
+                targets += 1
+                found = self.find_method(atom[1], name)
+                if found is not None:
+                    result.take(self._function(atom[1], found[0], found[1]), step)
+                elif not self.is_layer(atom[1]) or name not in _LAYER_METHODS:
+                    self._unknown("AG901", f"{call.text} (no method `{name}`)", call, module, call.span.line, result, step)
+            elif atom[0] in ("G", "I"):
+                targets += 1
+                if fw.layer_kind(atom[1]) not in ("known", "container", "base") and not fw.is_framework(atom[1]):
+                    self._unknown("AG902", atom[1], call, module, call.span.line, result, step)
+            elif atom[0] in ("T", "C", "H"):
+                targets += 1
+            elif atom[0] == "?":
+                targets += 1
+                self._unknown("AG901", f"{call.text}` ({atom[1]})` ", call, module, call.span.line, result, step)
+        if not targets:
+            self._unresolved(call, module, result, step)
+
+    def _package_function(self, qual: str) -> tuple[str, str, FunctionFacts] | None:
+        """(context, owner, facts) of a package function or method; a nested function is judged with its outer one."""
+        head = qual.split(".<locals>.", 1)[0]
+        if head in self.functions:
+            fmodule, function = self.functions[head]
+            return "", fmodule.module, function
+        owner, _, name = head.rpartition(".")
+        if owner in self.classes:
+            found = self.find_method(owner, name)
+            if found is not None:
+                return owner, found[0], found[1]
+        return None
+
+    def _autograd(self, qual: str) -> bool:
+        resolved = self.resolve(qual)
+        return resolved is not None and any(b.rsplit(".", 1)[-1] in _AUTOGRAD_BASES for b in self.framework_bases(resolved))
+
+    def _autograd_function(self, qual: str, result: _Result, step: str) -> None:
+        """`Fn.apply(...)` of a PyLayer / autograd Function: its forward and backward are what runs."""
+        for name in ("forward", "backward"):
+            found = self.find_method(qual, name)
+            if found is not None:
+                result.take(self._function("", found[0], found[1]), step)
 
     def _external_layer(self, cls: str, result: _Result, call: CallRef | None, module: ModuleFacts, line: int, step: str) -> None:
         kind = fw.layer_kind(cls)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
 from autograph_cg.findings import Finding, Span
 
 
@@ -28,6 +29,17 @@ class CallRef:
     span: Span
     text: str  # the callee as written, for messages: "self.act", "helper"
     host_args: tuple[bool, ...] = ()  # per leading positional argument: a host value
+    callee: Expr | None = None  # "unresolved" and "name" calls: the callee in the resolver's language
+    conditions: tuple[int, ...] = ()  # indexes into the function's `conditions` the call sits under
+
+
+@dataclass(frozen=True)
+class Condition:
+    """An `if` test that code sits under: `expr` in the resolver's language, `text` as written."""
+
+    expr: Expr
+    text: str
+    negated: bool  # the `else` arm: the code runs when the test is false
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,11 @@ class FunctionFacts:
     writes_self: tuple[str, ...] = ()  # attributes assigned on self (for per-call state detection)
     walked: bool = True  # False: the body was not walked, so calls and findings are unknown
     error: str = ""  # an internal error met while walking it: calls and findings are unknown
+    conditions: tuple[Condition, ...] = ()  # the `if` tests code of this function sits under
+    guards: tuple[tuple[int, ...], ...] = ()  # per finding, the conditions it sits under (empty: none at all)
+
+    def guard(self, index: int) -> tuple[int, ...]:
+        return self.guards[index] if index < len(self.guards) else ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,8 @@ class SiteFacts:
     container: str = ""  # qualified container class ("paddle.nn.LayerList") or "list"/"dict" for plain literals
     existing: bool = False  # already wrapped in CUDAGraphedLayer(...)
     skipped: bool = False  # `# autograph-cg: skip` on the statement
+    callee: Expr | None = None  # what is called, in the resolver's language, when `cls` does not say
+    scope: str = ""  # the function the call sits in ("Class.__init__", "make_blocks"); "" at module level
 
 
 @dataclass(frozen=True)
@@ -63,8 +82,8 @@ class ClassFacts:
     bases: tuple[str, ...]  # qualified names as far as imports tell
     methods: dict[str, FunctionFacts] = field(default_factory=dict)
     sites: tuple[SiteFacts, ...] = ()  # sublayers built by __init__ and the methods it calls
-    attr_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # self.ATTR -> what built it ("&f": stored f)
-    attr_defaults: dict[str, str] = field(default_factory=dict)  # self.ATTR = param with a class default
+    attrs: dict[str, tuple[Expr, ...]] = field(default_factory=dict)  # class attributes (`expansion = 4`)
+    has_init: bool = False  # defines `__init__` (not in `methods`, which holds what forward may call)
     skipped: bool = False
     error: str = ""  # an internal error met while reading what __init__ builds
 
@@ -81,3 +100,6 @@ class ModuleFacts:
     lines: int = 0
     deep: bool = True  # sublayer sites and the bodies forward reaches within the file were indexed
     complete: bool = True  # every function body was walked
+    star_imports: tuple[str, ...] = ()  # modules `from m import *` reads, in order
+    scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name
+    errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk

@@ -146,3 +146,13 @@ def layer_kind(qualname: str) -> str | None:
     if place is not None and short in KNOWN_LAYERS.get(place, ()):
         return "known"
     return "framework" if fw in FRAMEWORKS else None
+
+
+#: Roots of libraries whose calls are host code or known harmless; never "unresolved", never a layer.
+HOST_LIBRARIES = frozenset(
+    {
+        "math", "random", "time", "logging", "warnings", "numpy", "functools", "itertools", "operator",
+        "collections", "copy", "os", "sys", "re", "typing", "dataclasses", "inspect", "contextlib", "abc", "enum",
+        "json", "pickle", "tqdm", "datetime", "einops", "string", "types", "weakref", "pathlib",
+    }
+)  # fmt: skip

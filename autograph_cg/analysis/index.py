@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
+from typing import Callable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.context import FunctionContext, param_kind
 from autograph_cg.analysis.failures import describe
 from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
+from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
+from autograph_cg.analysis.resolver.summarize import Summarizer
 from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name
 from autograph_cg.analysis.suppressions import scan
 
 from autograph_cg.rules.registry import RULES
 
 WRAPPER = "CUDAGraphedLayer"
-REFERENCE = "&"  # marks attr_classes entries stored by reference, not built by a call
+#: Libraries whose functions build no layer: a call to them assigned to `self.x` is not a sublayer site.
+_HOST_ROOTS = frozenset({"math", "builtins", "numpy", "os", "sys", "functools", "itertools", "collections", "random", "time", "logging", "warnings", "re", "json", "typing", "dataclasses", "inspect"})
 _TENSOR_FACTORIES = frozenset(
     {"create_parameter", "Parameter", "zeros", "ones", "full", "empty", "randn", "rand", "arange", "eye", "tensor",
      "to_tensor", "zeros_like", "ones_like", "linspace", "tril", "triu", "ParamAttr"}
@@ -42,18 +47,27 @@ def index_source(
     scope = ModuleScope(path, module, is_package, text, tree)
     if "autograph-cg:" in text:
         scope.suppressions = scan(scope.lines)
+    summarizer = Summarizer(scope)
+    summaries = _Summaries(summarizer)
+    summaries.guard(MODULE_SCOPE, lambda: [summarizer.module_scope(tree.body)])
     builders: dict[str, _ClassBuilder] = {}
     function_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     module_sites: list[SiteFacts] = []
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
-            builders[statement.name] = _ClassBuilder(scope, statement, reachable)
+            builders[statement.name] = _ClassBuilder(scope, statement, reachable, summarizer)
+            if reachable:
+                for method in statement.body:
+                    if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        summaries.function(method, f"{statement.name}.{method.name}", owner=True)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function_nodes[statement.name] = statement
-            module_sites.extend(SiteCollector(scope, None, statement).plain_sites(statement.body))
+            module_sites.extend(SiteCollector(scope, None, statement, summarizer=summarizer).plain_sites(statement.body))
+            if reachable:
+                summaries.function(statement, statement.name, owner=False)
         else:
-            module_sites.extend(SiteCollector(scope, None, None).plain_sites([statement]))
-    walker = _Walker(scope, builders, function_nodes)
+            module_sites.extend(SiteCollector(scope, None, None, summarizer=summarizer).plain_sites([statement]))
+    walker = _Walker(scope, builders, function_nodes, summarizer)
     if deep is True:
         walker.walk_everything()
     elif reachable:
@@ -68,27 +82,55 @@ def index_source(
         module=module,
         framework=scope.framework,
         imports=scope.imports,
+        star_imports=tuple(scope.star_imports),
         classes=classes,
         functions=functions,
         sites=tuple(module_sites),
         lines=text.count("\n") + 1,
         deep=reachable,
         complete=deep is True or not (function_nodes or any(b.methods for b in builders.values())),
+        scopes=summaries.scopes,
+        errors=tuple(summaries.errors),
     )
+
+
+class _Summaries:
+    """The resolver's summaries of one file; a failure on one body is recorded, not raised."""
+
+    def __init__(self, summarizer: Summarizer) -> None:
+        self.summarizer = summarizer
+        self.scopes: dict[str, ScopeSummary] = {}
+        self.errors: list[tuple[str, str]] = []
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, owner: bool) -> None:
+        self.guard(name, lambda: self.summarizer.function(node, name, owner))
+
+    def guard(self, name: str, build: "Callable[[], list[ScopeSummary]]") -> None:
+        try:
+            for summary in build():
+                self.scopes[summary.name] = summary
+        except RecursionError:
+            raise
+        except Exception as exc:  # an analyzer bug on one body: its values become unknown, the file goes on
+            self.errors.append((name, describe(exc)))
 
 
 class _ClassBuilder:
     """One class: its sublayer sites (when indexed deeply) and its methods, walked on demand."""
 
-    def __init__(self, scope: ModuleScope, node: ast.ClassDef, reachable: bool) -> None:
+    def __init__(self, scope: ModuleScope, node: ast.ClassDef, reachable: bool, summarizer: Summarizer) -> None:
         self.scope = scope
         self.node = node
+        self.summarizer = summarizer
         self.cls = ClassScope(f"{scope.module}.{node.name}")
         self.methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
             s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name != "__init__"
         }
         init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
-        self.collector = SiteCollector(scope, self.cls, init if reachable else None, {**self.methods, **({"__init__": init} if init else {})})
+        self.has_init = init is not None
+        self.collector = SiteCollector(
+            scope, self.cls, init if reachable else None, {**self.methods, **({"__init__": init} if init else {})}, summarizer, node.name
+        )
         self.error = ""
         try:
             self.sites = self.collector.init_sites()
@@ -103,12 +145,21 @@ class _ClassBuilder:
     def walk(self, name: str) -> FunctionFacts:
         method = self.methods[name]
         decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in method.decorator_list}
-        ctx = FunctionContext(self.scope, self.cls, f"{self.node.name}.{name}")
+        ctx = FunctionContext(self.scope, self.cls, f"{self.node.name}.{name}", self.summarizer)
         facts = _run_guarded(ctx, method, "staticmethod" not in decorators)
         self.walked[name] = facts
         if not facts.error:
             self.contexts.append(ctx)
         return facts
+
+    def attrs(self) -> dict:
+        try:
+            return self.summarizer.class_body(self.node)
+        except RecursionError:
+            raise
+        except Exception as exc:  # an analyzer bug on one class: recorded, the rest of the file goes on
+            self.error = self.error or describe(exc)
+            return {}
 
     def facts(self, walker: "_Walker") -> ClassFacts:
         unwalked = [m for name, m in self.methods.items() if name not in self.walked]
@@ -129,8 +180,8 @@ class _ClassBuilder:
             bases=tuple(self.bases),
             methods=methods,
             sites=tuple(self.sites),
-            attr_classes={k: tuple(v) for k, v in self.collector.attr_classes.items()},
-            attr_defaults=dict(self.collector.attr_defaults),
+            attrs=self.attrs(),
+            has_init=self.has_init,
             skipped=_is_skipped(self.scope, self.node),
             error=self.error,
         )
@@ -144,8 +195,10 @@ class _Walker:
         scope: ModuleScope,
         builders: dict[str, _ClassBuilder],
         function_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+        summarizer: Summarizer,
     ) -> None:
         self.scope = scope
+        self.summarizer = summarizer
         self.builders = builders
         self.function_nodes = function_nodes
         self.functions: dict[str, FunctionFacts] = {}
@@ -194,7 +247,7 @@ class _Walker:
 
     def _function(self, name: str) -> FunctionFacts:
         hints = self._hints(name)
-        ctx = FunctionContext(self.scope, None, name)
+        ctx = FunctionContext(self.scope, None, name, self.summarizer)
         facts = _suppressed(self.scope, _run_guarded(ctx, self.function_nodes[name], False, hints))
         self.functions[name] = facts
         self._hints_used[name] = hints
@@ -268,7 +321,8 @@ def _suppressed(scope: ModuleScope, facts: FunctionFacts) -> FunctionFacts:
     )
     if len(kept) == len(facts.findings):
         return facts
-    return FunctionFacts(facts.name, facts.qualname, facts.line, facts.calls, kept, facts.writes_self)
+    guards = tuple(facts.guard(i) for i, f in enumerate(facts.findings) if f in kept)
+    return replace(facts, findings=kept, guards=guards)
 
 
 def _is_skipped(scope: ModuleScope, node: ast.ClassDef) -> bool:
@@ -290,7 +344,7 @@ def _per_call_state(
         if len(ctx.findings) != before:
             name = ctx.qualname.rsplit(".", 1)[-1]
             old = facts[name]
-            facts[name] = FunctionFacts(old.name, old.qualname, old.line, old.calls, tuple(ctx.findings), old.writes_self)
+            facts[name] = replace(old, findings=tuple(ctx.findings), guards=tuple(ctx.guards) + ((),) * (len(ctx.findings) - len(ctx.guards)))
 
 
 def _dotted(scope: ModuleScope, node: ast.expr) -> str | None:
@@ -306,6 +360,8 @@ class SiteCollector:
         cls: ClassScope | None,
         func: ast.FunctionDef | ast.AsyncFunctionDef | None,
         methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+        summarizer: Summarizer | None = None,
+        class_name: str = "",
     ) -> None:
         self.scope = scope
         self.cls = cls
@@ -314,8 +370,9 @@ class SiteCollector:
         self.visited: set[str] = set()
         self.sites: list[SiteFacts] = []
         self.lists: dict[str, list[tuple[ast.Call, bool]]] = {}  # local list var -> (constructor call, existing)
-        self.attr_classes: dict[str, list[str]] = {}
-        self.attr_defaults: dict[str, str] = {}
+        self.summarizer = summarizer
+        self.class_name = class_name
+        self.current = func.name if func is not None and cls is None else ""  # the function being read
         self.params: dict[str, ast.expr | None] = {}
         self.param_kinds: dict[str, int] = {}
         self._skip_line = False
@@ -353,6 +410,9 @@ class SiteCollector:
     # ----- walking __init__ and the methods it calls -------------------------------------------------------------
     def _walk_method(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.visited.add(func.name)
+        outer = self.current
+        if self.cls is not None:
+            self.current = f"{self.class_name}.{func.name}"
         args = func.args
         positional = args.posonlyargs + args.args
         defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
@@ -360,6 +420,7 @@ class SiteCollector:
             self.params[arg.arg] = default
             self.param_kinds[arg.arg] = param_kind(arg, default)
         self._statements(func.body)
+        self.current = outer
 
     def _statements(self, statements: list[ast.stmt]) -> None:
         for statement in statements:
@@ -410,13 +471,11 @@ class SiteCollector:
                 container = callee or ""
                 for call, existing in self._items_of_container(value, statement):
                     cls = self._callee(call) or ""
-                    self._record_class(attr, cls)
                     self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", container, existing, statement))
                 if wrapped or container.rsplit(".", 1)[-1] in fw.CALLABLE_CONTAINERS:  # the whole stack may be wrapped
                     self.sites.append(self._site(value, container, attr, f"self.{attr}", "", wrapped, statement))
                 kind = LAYER
             elif wrapped:
-                self._record_class(attr, callee)
                 self.sites.append(self._site(value, callee or "", attr, f"self.{attr}", "", True, statement))
                 kind = LAYER
             elif isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
@@ -426,27 +485,24 @@ class SiteCollector:
                 elif method in self.methods and method not in self.visited:
                     before = len(self.sites)
                     self._walk_method(self.methods[method])
-                    for site in self.sites[before:]:
-                        self._record_class(attr, site.cls)
                     kind = LAYER if len(self.sites) > before else UNKNOWN
             elif isinstance(value.func, ast.Name) and value.func.id in self.params:
-                default = self.params[value.func.id]
-                qual = _dotted(self.scope, default) if default is not None else None
-                if qual is not None:
-                    self.attr_defaults[attr] = qual
-                kind = LAYER
+                self.sites.append(self._site(value, "", attr, f"self.{attr}", "", False, statement))
+                kind = LAYER  # `norm_layer(dim)`: what it builds is solved from the parameter's values
             elif callee is not None:
                 short = callee.rsplit(".", 1)[-1]
                 if short in _TENSOR_FACTORIES and fw.is_framework(callee):
                     kind = TENSOR
                 elif short[:1].isupper():
-                    self._record_class(attr, callee)
                     self.sites.append(self._site(value, callee, attr, f"self.{attr}", "", False, statement))
                     kind = LAYER
+                elif not fw.is_framework(callee) and callee.split(".", 1)[0] not in _HOST_ROOTS:
+                    self.sites.append(self._site(value, "", attr, f"self.{attr}", "", False, statement))  # a factory
+            else:
+                self.sites.append(self._site(value, "", attr, f"self.{attr}", "", False, statement))
         elif isinstance(value, ast.Name) and value.id in self.lists:
             for call, existing in self.lists[value.id]:
                 cls = self._callee(call) or ""
-                self._record_class(attr, cls)
                 self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", "list", existing, statement))
             kind = LAYER
         elif isinstance(value, ast.Name) and value.id in self.params:
@@ -455,10 +511,6 @@ class SiteCollector:
                 kind = UNKNOWN
         elif isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare)):
             kind = HOST
-        elif isinstance(value, (ast.Attribute, ast.Name)):
-            qual = _dotted(self.scope, value)
-            if qual is not None:  # a function (or class) stored uncalled: `self.act = F.gelu`
-                self._record_class(attr, REFERENCE + qual)
         if self.cls is not None:
             self.cls.set(attr, kind)
 
@@ -501,8 +553,6 @@ class SiteCollector:
         items = self._items(value, statement) if not isinstance(value, ast.Call) else [self._unwrap(value)]
         for call, existing in items or []:
             cls = self._callee(call) or ""
-            if attr:
-                self._record_class(attr, cls)
             self.sites.append(self._site(call, cls, attr, target, container, existing, statement))
 
     def _extend_list(self, name: str, value: ast.expr) -> None:
@@ -561,17 +611,14 @@ class SiteCollector:
     def _callee(self, call: ast.Call) -> str | None:
         return _dotted(self.scope, call.func)
 
-    def _record_class(self, attr: str, cls: str | None) -> None:
-        if cls:
-            known = self.attr_classes.setdefault(attr, [])
-            if cls not in known:
-                known.append(cls)
-
     def _site(
         self, call: ast.Call, cls: str, attr: str, target: str, container: str, existing: bool, statement: ast.stmt | None
     ) -> SiteFacts:
         skipped = self._skip_line or (statement is not None and self.scope.suppressions.skipped(statement.lineno))
-        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped)
+        callee = None
+        if not cls and self.summarizer is not None:  # a parameter, a factory, a table: the resolver decides
+            callee = self.summarizer.expression(call, "self" if self.cls is not None else None)
+        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current)
 
     @staticmethod
     def _assigned_name(statement: ast.stmt, call: ast.Call) -> str:

@@ -41,6 +41,7 @@ class ModuleScope:
         self.imports: dict[str, str] = {}
         self.definitions: set[str] = set()  # module-level def/class names
         self.variables: set[str] = set()  # module-level assigned names
+        self.star_imports: list[str] = []  # modules whose public names `from m import *` brings in
         self.framework: str | None = None
         self.suppressions = Suppressions()
         for statement in tree.body:
@@ -48,6 +49,8 @@ class ModuleScope:
 
     def _scan(self, statement: ast.stmt) -> None:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            if isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names):
+                self.star_imports.append(self.import_base(statement))
             for alias, qual in self.import_bindings(statement):
                 self.imports[alias] = qual
                 root = qual.split(".", 1)[0]
@@ -77,17 +80,22 @@ class ModuleScope:
                     head = alias.name.split(".", 1)[0]
                     bindings.append((head, head))
             return bindings
+        base = self.import_base(node)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            bindings.append((alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name))
+        return bindings
+
+    def import_base(self, node: ast.ImportFrom) -> str:
+        """The module `from X import ...` reads from, relative imports resolved against this module."""
         base = node.module or ""
         if node.level:
             package = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
             keep = len(package) - (node.level - 1)
             prefix = ".".join(package[: max(keep, 0)])
             base = ".".join(p for p in (prefix, base) if p)
-        for alias in node.names:
-            if alias.name == "*":
-                continue
-            bindings.append((alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name))
-        return bindings
+        return base
 
     def qualify_name(self, name: str) -> str | None:
         qual = self.imports.get(name)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 class Status(str, enum.Enum):
     ELIGIBLE = "eligible"
+    CONDITIONAL = "conditional"  # eligible while default-off conditions stay off; the runtime falls back otherwise
     INELIGIBLE = "ineligible"
     UNKNOWN = "unknown"  # some call could not be resolved; strictness decides
     SKIPPED = "skipped"  # `# autograph-cg: skip` on the class
@@ -22,10 +23,12 @@ class Reason:
     message: str
     path: str
     line: int
+    condition: str = ""  # it applies only when this holds, and it is off by default: `self.grad_checkpointing`
 
     def render(self) -> str:
         where = " → ".join(self.chain)
-        return f"{where}:{self.line} {self.code} {self.message}"
+        when = f" (only when `{self.condition}`, off by default)" if self.condition else ""
+        return f"{where}:{self.line} {self.code} {self.message}{when}"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Verdict:
     line: int
     status: Status
     reasons: tuple[Reason, ...] = field(default=())
+    hard: bool = False  # a reason no condition can waive (side effects): never conditional through a caller
 
     @property
     def name(self) -> str:

@@ -5,17 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from autograph_cg.analysis.frameworks import HOST_LIBRARIES
 from autograph_cg.rules.base import Rule
 from autograph_cg.rules.registry import ALL_RULES
 
-#: Roots of libraries whose calls are host code or known harmless; never "unresolved".
-EXTERNAL_ROOTS = frozenset(
-    {
-        "math", "random", "time", "logging", "warnings", "numpy", "functools", "itertools", "operator",
-        "collections", "copy", "os", "sys", "re", "typing", "dataclasses", "inspect", "contextlib", "abc", "enum",
-        "json", "pickle", "tqdm", "datetime", "einops", "string", "types", "weakref", "pathlib",
-    }
-)  # fmt: skip
+EXTERNAL_ROOTS = HOST_LIBRARIES
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,158 @@
+"""Which calls may run a package function, method or constructor: the call sites that bind its parameters.
+
+Calls whose callee is a name of the package (`Block(...)`, `timm.layers.create_conv2d(...)`) are indexed once,
+by what they name; `self.method(...)` and `super().method(...)` by the method's name, matched through the
+caller's class; calls whose callee is itself a value (`block_fn(...)`, `model_cls(**kwargs)`) are registered
+by the solver once it has solved their callees.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Protocol
+
+from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
+from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr, ScopeSummary
+
+Ctx = tuple[str, str, Any]  # (module, scope name, call site the scope runs for, or None for any)
+Site = tuple[Expr, Ctx, int]  # the call, where it sits, how many leading parameters it binds implicitly
+
+
+class PackageView(Protocol):
+    """What the resolver needs of the package: its facts, re-export resolution and class linearization."""
+
+    modules: dict[str, ModuleFacts]
+    classes: dict[str, tuple[ModuleFacts, ClassFacts]]
+
+    def resolve(self, qual: str) -> str | None: ...
+    def mro(self, qual: str) -> list[str]: ...
+    def note_shallow(self, module: ModuleFacts) -> None: ...
+
+
+class CallSites:
+    def __init__(self, package: PackageView) -> None:
+        self.package = package
+        self.static: dict[str, list[tuple[Expr, Ctx]]] = {}
+        self.self_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
+        self.super_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
+        self.dynamic_sites: list[tuple[Expr, Ctx]] = []  # callee is a value: registered once solved
+        self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
+        self._cache: dict[str, list[Site]] = {}
+        self._init_runners: dict[str, list[str]] | None = None
+        for module, facts in package.modules.items():
+            for summary in facts.scopes.values():
+                ctx = (module, summary.name, None)
+                for call in summary.calls:
+                    self._index(call, ctx, summary, facts)
+
+    def register(self, found: dict[str, list[tuple[Expr, Ctx]]]) -> bool:
+        """Calls through values, by what their callee was solved to; True when that changed anything."""
+        if found == self.dynamic:
+            return False
+        self.dynamic = found
+        self._cache.clear()
+        return True
+
+    def of(self, qual: str, summary: ScopeSummary) -> list[Site]:
+        """Every call that may run the function or method `qual`."""
+        found = self._cache.get(qual)
+        if found is None:
+            found = self._cache[qual] = list(self._find(qual, summary))
+        return found
+
+    def of_class(self, cls: str) -> list[tuple[Expr, Ctx]]:
+        """Every call that constructs `cls` itself."""
+        return [*self.static.get(cls, ()), *self.dynamic.get(cls, ())]
+
+    def _find(self, qual: str, summary: ScopeSummary) -> Iterator[Site]:
+        skip = 1 if summary.method in ("method", "class") else 0
+        owner, _, attr = qual.rpartition(".")
+        is_method = summary.method != "" and owner in self.package.classes
+        if is_method and attr == "__init__":
+            for cls in self.constructed_through(owner):  # `Cls(...)` runs the __init__ it inherits
+                for call, ctx in self.of_class(cls):
+                    yield call, ctx, 1
+        else:
+            for call, ctx in self.of_class(qual):
+                yield call, ctx, skip if is_method else 0
+        if not is_method:
+            return
+        for call, ctx in self.self_calls.get(attr, ()):  # self.attr(...) in a class whose attr is this one
+            caller = owner_class(ctx[0], ctx[1], self.package)
+            if caller and self.method_owner(caller, attr) == owner:
+                yield call, ctx, skip
+        for call, ctx in self.super_calls.get(attr, ()):  # super().attr(...) that reaches this one
+            caller = owner_class(ctx[0], ctx[1], self.package)
+            if caller and self.method_owner(caller, attr, after=caller) == owner:
+                yield call, ctx, skip
+
+    def constructed_through(self, owner: str) -> list[str]:
+        """Classes whose construction runs `owner.__init__`: itself and subclasses that do not define one."""
+        if self._init_runners is None:
+            self._init_runners = {}
+            for qual in self.package.classes:
+                for cls in self.package.mro(qual):
+                    if self.package.classes[cls][1].has_init:
+                        self._init_runners.setdefault(cls, []).append(qual)
+                        break
+        return self._init_runners.get(owner, [])
+
+    def method_owner(self, cls: str, name: str, after: str | None = None) -> str | None:
+        """The class of `cls`'s MRO (after `after`, for super()) that defines method `name`."""
+        order = self.package.mro(cls)
+        if after is not None:
+            order = order[order.index(after) + 1 :] if after in order else []
+        for owner in order:
+            if defines(self.package.classes[owner][1], name):
+                return owner
+        return None
+
+    def _index(self, call: Expr, ctx: Ctx, summary: ScopeSummary, facts: ModuleFacts) -> None:
+        callee = call[1]
+        tag = callee[0]
+        if tag == "s":
+            self.self_calls.setdefault(callee[1], []).append((call, ctx))
+            return
+        if tag == "sup":
+            self.super_calls.setdefault(callee[1], []).append((call, ctx))
+            return
+        qual = None
+        if tag == "g":
+            qual = callee[1]
+        elif tag == "n" and not self._local(callee[1], summary, facts):
+            qual = _static_name(facts, callee[1])
+        elif tag == "a" and callee[1][0] == "n" and not self._local(callee[1][1], summary, facts):
+            base = _static_name(facts, callee[1][1])
+            qual = f"{base}.{callee[2]}" if base else None
+        if qual is not None:
+            resolved = self.package.resolve(qual)
+            if resolved is not None:
+                self.static.setdefault(resolved, []).append((call, ctx))
+                return
+        if tag in ("n", "i", "call", "fn") or (tag == "a" and callee[2][:1].isupper()):
+            self.dynamic_sites.append((call, ctx))
+
+    def _local(self, name: str, summary: ScopeSummary, facts: ModuleFacts) -> bool:
+        """Whether `name` is bound in the function or one that encloses it (not a module-level name)."""
+        current: ScopeSummary | None = summary
+        while current is not None and current.name != MODULE_SCOPE:
+            if name in current.locals or name in current.params or name in (current.vararg, current.kwarg):
+                return True
+            current = facts.scopes.get(current.parent) if current.parent else None
+        return False
+
+
+def _static_name(facts: ModuleFacts, name: str) -> str | None:
+    if name in facts.classes or name in facts.functions:
+        return f"{facts.module}.{name}"
+    return facts.imports.get(name)
+
+
+def defines(facts: ClassFacts, name: str) -> bool:
+    """`methods` holds what forward may call; `__init__` is known apart."""
+    return name in facts.methods or (name == "__init__" and facts.has_init)
+
+
+def owner_class(module: str, scope_name: str, package: PackageView) -> str | None:
+    """The class a method scope (`Class.method`, `Class.method.<locals>.f`) belongs to."""
+    qual = f"{module}.{scope_name.split('.', 1)[0]}"
+    return qual if qual in package.classes else None

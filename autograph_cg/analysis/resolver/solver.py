@@ -1,0 +1,743 @@
+"""Values across the package, solved on demand from the per-file summaries (see `values` for the atoms).
+
+Parameters take their defaults and the arguments of every call site seen (positional, keyword, `**dict`,
+through `super().__init__` and `self.method(...)`), so a class built with `norm_layer=partial(nn.LayerNorm)`
+in one place and the default elsewhere holds either. What a function returns is solved for each call site
+(its parameters bound to that site's arguments, two calls deep), so shared helpers (`to_2tuple(x)`,
+`get_norm_layer(name)`) do not mix what different callers pass; what an instance holds is solved once per
+class. Calls through values (`block_fn(...)`, `model_cls(**kwargs)`) become call sites once their callees are
+solved, in rounds until none appears. Cycles are solved to a fixed point: a value read before it grew is
+recomputed. `defaults=True` answers what holds when nobody passes anything: parameters keep their defaults
+(or an instance of the class their annotation names), so flags read as their default values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.resolver.sites import CallSites, Ctx, PackageView, defines, owner_class
+from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
+from autograph_cg.analysis.resolver.summaries import ITEMS, MODULE_SCOPE, Expr, ScopeSummary
+from autograph_cg.analysis.resolver.values import (
+    EMPTY,
+    HOST,
+    TENSOR,
+    Atom,
+    Value,
+    bounded,
+    instances,
+    listing,
+    mapping,
+    union,
+    unknown,
+)
+
+_ROUNDS = 4  # rounds of call-site discovery through solved callees
+_MAX_DEPTH = 300  # nodes computed inside one another; deeper chains are unknown (and the stack stays small)
+_SITE_DEPTH = 2  # how many calls deep a return value is solved for its call site
+_MAX_ROUNDS = 64  # computations of one node before its value is given up as unsettled
+_UNSETTLED = unknown("a value that does not settle")
+_MAPPING_BASES = ("OrderedDict", "dict", "Mapping", "MutableMapping", "UserDict", "defaultdict")
+_STRING_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "split"})
+_CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "modules"})
+_BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.startswith("builtins.")) | fw.HOST_BUILTINS
+
+
+class Solver:
+    def __init__(self, package: PackageView, defaults: bool = False) -> None:
+        self.package = package
+        self.defaults = defaults
+        self._values: dict[Any, Value] = {}
+        self._dependents: dict[Any, set[Any]] = {}
+        self._dirty: set[Any] = set()
+        self._rounds: dict[Any, int] = {}  # how often each node was computed
+        self._stack: list[Any] = []
+        self._sites: CallSites | None = None
+        self._calls: dict[int, Expr] = {}  # id -> call expression, for call-site contexts
+
+    # ----- questions -----------------------------------------------------------------------------------------------
+    def value(self, expr: Expr, module: str, scope: str) -> Value:
+        return self._ask(("expr", expr, (module, scope, None)))
+
+    def attribute(self, cls: str, attr: str) -> Value:
+        """What `self.attr` may hold on an instance of `cls`."""
+        return self._ask(("attr", cls, attr))
+
+    def items(self, value: Value) -> Value:
+        """What iterating or indexing `value` gives."""
+        return self._ask(("items-of", value))
+
+    def truth(self, condition: Expr, module: str, scope: str) -> bool | None:
+        """Whether an `if` test (the summarizer's condition form) holds; None when the values do not say."""
+        found = self._ask(("truth", condition, (module, scope, None)))
+        return next(iter(found))[1]
+
+    def _truth(self, condition: Expr, ctx: Ctx) -> bool | None:
+        holds, fails = self._may(condition, ctx)
+        return None if holds == fails else holds
+
+    def _may(self, condition: Expr, ctx: Ctx) -> tuple[bool, bool]:
+        """(the test may hold, it may fail) for some candidate value. Both only ever turn true as values grow,
+        so a value guarded by a test (`if is_exportable(): ...`) only ever grows too."""
+        tag = condition[0]
+        if tag in ("and", "or"):
+            parts = [self._may(c, ctx) for c in condition[1]]
+            if tag == "and":
+                return all(h for h, _ in parts), any(f for _, f in parts)
+            return any(h for h, _ in parts), all(f for _, f in parts)
+        if tag == "not":
+            holds, fails = self._may(condition[1], ctx)
+            return fails, holds
+        if tag == "is":  # `x is None` (negated: `is not`)
+            value = self._eval(condition[1], ctx)
+            vague = any(a[0] in ("?", "H") for a in value)
+            none = vague or ("C", None) in value
+            other = vague or any(a != ("C", None) for a in value)
+            return (other, none) if condition[2] else (none, other)
+        if tag == "eq":  # `x == constant` (negated: `!=`)
+            value = self._eval(condition[1], ctx)
+            same = any(a[0] != "C" or a[1] == condition[2] for a in value)
+            other = any(a[0] != "C" or a[1] != condition[2] for a in value)
+            return (other, same) if condition[3] else (same, other)
+        value = self._eval(condition, ctx)
+        return any(_may_be(a, True) for a in value), any(_may_be(a, False) for a in value)
+
+    def scope(self, module: str, name: str) -> ScopeSummary | None:
+        facts = self.package.modules.get(module)
+        if facts is None:
+            return None
+        found = facts.scopes.get(name)
+        if found is None and name != MODULE_SCOPE and not facts.deep:
+            self.package.note_shallow(facts)
+        return found
+
+    # ----- the fixed point -----------------------------------------------------------------------------------------
+    def _ask(self, key: Any) -> Value:
+        self._prepare()
+        self._node(key)
+        self._drain()
+        return self._values[key]
+
+    def _node(self, key: Any) -> Value:
+        """A node's value so far; whoever is computing now depends on it and is recomputed when it grows."""
+        stack = self._stack
+        if stack:
+            self._dependents.setdefault(key, set()).add(stack[-1])
+        known = self._values.get(key)
+        if known is not None:
+            return known
+        self._values[key] = EMPTY  # a cycle back to this node reads the empty set until it is computed
+        if len(stack) >= _MAX_DEPTH:
+            self._values[key] = unknown("a chain of values too deep to follow")
+            return self._values[key]
+        self._recompute(key)
+        return self._values[key]
+
+    def _recompute(self, key: Any) -> None:
+        rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
+        if rounds > _MAX_ROUNDS:  # a safety net: a value that keeps changing is given up on, and stays so
+            value = _UNSETTLED
+        else:
+            self._stack.append(key)
+            try:
+                value = bounded(self._compute(key))
+            finally:
+                self._stack.pop()
+        if value != self._values.get(key):
+            self._values[key] = value
+            self._dirty.update(self._dependents.get(key, ()))
+
+    def _drain(self) -> None:
+        """Recompute what read a value before it grew, until nothing changes (values only grow: it ends)."""
+        while self._dirty:
+            self._recompute(self._dirty.pop())
+
+    def _compute(self, key: Any) -> Value:
+        tag = key[0]
+        if tag == "var":
+            return self._variable(key[1], key[2])
+        if tag == "ret":
+            summary = self.scope(key[1][0], key[1][1])
+            if summary is None:
+                return unknown(f"{key[1][1]} was not indexed")
+            return union(self._eval(e, key[1]) for e in summary.returns) or frozenset({("C", None)})
+        if tag == "attr":
+            return self._instance_attribute(key[1], key[2])
+        if tag == "mapping":
+            return self._mapping_items(key[1])
+        if tag == "global":
+            return self._global(key[1])
+        if tag == "expr":
+            return self._eval(key[1], key[2])
+        if tag == "items-of":
+            return self._items(key[1])
+        if tag == "truth":
+            return frozenset({("C", self._truth(key[1], key[2]))})
+        raise ValueError(key)
+
+    def _prepare(self) -> None:
+        if self._sites is not None:
+            return
+        self._sites = sites = CallSites(self.package)
+        if self.defaults:
+            return
+        for _ in range(_ROUNDS):  # calls through values become call sites once their callees are solved
+            found: dict[str, list[tuple[Expr, Ctx]]] = {}
+            for call, ctx in sites.dynamic_sites:
+                for atom in self._ask(("expr", call[1], ctx)):
+                    if atom[0] == "G":
+                        found.setdefault(atom[1], []).append((call, ctx))
+            if not sites.register(found):
+                break
+            self._values.clear()
+            self._dependents.clear()
+            self._rounds.clear()
+
+    # ----- names ---------------------------------------------------------------------------------------------------
+    def _lookup(self, name: str, ctx: Ctx) -> Value:
+        module, scope_name, site = ctx
+        while scope_name != MODULE_SCOPE:
+            summary = self.scope(module, scope_name)
+            if summary is None:
+                break
+            if name in summary.locals or name in summary.params or name in (summary.vararg, summary.kwarg):
+                return self._node(("var", (module, scope_name, site), name))
+            if summary.parent is None:
+                break
+            scope_name, site = summary.parent, None  # an enclosing function: whatever call it ran for
+        return self._module_name(module, name)
+
+    def _module_name(self, module: str, name: str) -> Value:
+        facts = self.package.modules.get(module)
+        if facts is None:
+            return unknown(f"module {module} not analyzed")
+        if name in facts.classes or name in facts.functions:
+            return frozenset({("G", f"{module}.{name}")})
+        top = facts.scopes.get(MODULE_SCOPE)
+        variable = top is not None and (name in top.locals or any(name in s.global_writes for s in facts.scopes.values()))
+        qual = facts.imports.get(name)
+        if variable or qual is not None:  # both, for `try: from x import f` / `except ImportError: f = None`
+            found = self._node(("var", (module, MODULE_SCOPE, None), name)) if variable else EMPTY
+            return found | self._node(("global", qual)) if qual is not None else found
+        for star in facts.star_imports:
+            if self._exports(star, name, set()):
+                return self._node(("global", f"{star}.{name}"))
+        if name in _BUILTIN_NAMES:
+            return frozenset({("G", "builtins." + name)})
+        return unknown(f"`{name}` is not defined in {module}")
+
+    def _exports(self, module: str, name: str, seen: set[str]) -> bool:
+        """Whether `from module import *` brings `name` (following that module's own star imports)."""
+        facts = self.package.modules.get(module)
+        if facts is None or module in seen or name.startswith("_"):
+            return False
+        seen.add(module)
+        top = facts.scopes.get(MODULE_SCOPE)
+        if name in facts.classes or name in facts.functions or name in facts.imports or (top is not None and name in top.locals):
+            return True
+        return any(self._exports(star, name, seen) for star in facts.star_imports)
+
+    def _global(self, qual: str) -> Value:
+        """A qualified name: a package class or function, a module variable (an alias, a table), or outside."""
+        package = self.package
+        resolved = package.resolve(qual)
+        if resolved is not None:
+            return frozenset({("G", resolved)})
+        module, _, name = qual.rpartition(".")
+        if module in package.modules:
+            return self._module_name(module, name)
+        if qual in package.modules:
+            return frozenset({("G", qual)})
+        if qual.split(".", 1)[0] in _roots(package):
+            return unknown(f"`{qual}` is not found in the package")
+        return frozenset({("G", qual)})
+
+    def _variable(self, ctx: Ctx, name: str) -> Value:
+        summary = self.scope(ctx[0], ctx[1])
+        if summary is None:
+            return unknown(f"{ctx[1]} was not indexed")
+        parts = [self._eval(e, ctx) for e in summary.locals.get(name, ())]
+        if ctx[1] == MODULE_SCOPE and not self.defaults:  # `global name` in a function writes it too (when run)
+            facts = self.package.modules[ctx[0]]
+            for other in facts.scopes.values():
+                parts.extend(self._eval(e, (ctx[0], other.name, None)) for e in other.global_writes.get(name, ()))
+        if name in summary.params or name in (summary.vararg, summary.kwarg):
+            parts.append(self._parameter(ctx, summary, name))
+        return union(parts)
+
+    # ----- parameters --------------------------------------------------------------------------------------------
+    def _parameter(self, ctx: Ctx, summary: ScopeSummary, name: str) -> Value:
+        module, _, site = ctx
+        if name == summary.self_name:
+            owner = owner_class(module, summary.name, self.package)
+            return frozenset({("I", owner)}) if owner else unknown("self outside a class")
+        outer: Ctx = (module, summary.parent or MODULE_SCOPE, None)
+        default = summary.defaults.get(name)
+        forward = summary.method == "method" and summary.name.rsplit(".", 1)[-1].startswith("forward")
+        if self.defaults and site is None:  # nobody passes anything: the default, else what the annotation names
+            if default is not None:
+                return self._eval(default, outer)
+            annotation = summary.annotations.get(name)
+            if annotation is not None:
+                return instances(self._eval(annotation, outer), self.package.classes.__contains__)
+            if name == summary.kwarg:
+                return frozenset({mapping(())})
+            return TENSOR if forward else unknown(f"parameter `{name}` has no default")
+        parts: list[Value] = [self._eval(default, outer)] if default is not None else []
+        index = summary.params.index(name) if name in summary.params else -1
+        if site is not None:  # solved for one call site: what that call passes
+            call_id, caller, skip = site
+            parts.append(self._bind(self._calls[call_id], caller, skip, summary, name, index))
+            return union(parts)
+        if forward:
+            parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)
+            return union(parts)
+        assert self._sites is not None
+        for call, call_ctx, skip in self._sites.of(f"{module}.{summary.name}", summary):
+            parts.append(self._bind(call, call_ctx, skip, summary, name, index))
+        return union(parts)
+
+    def _bind(self, call: Expr, ctx: Ctx, skip: int, summary: ScopeSummary, name: str, index: int) -> Value:
+        """What one call passes to parameter `name` (`skip` leading parameters are bound implicitly)."""
+        args, keywords = call[2], call[3]
+        if name == summary.vararg:
+            return frozenset({listing(self._spread(list(args[max(summary.positional - skip, 0) :]), ctx))})
+        if name == summary.kwarg:
+            named = set(summary.params)
+            pairs: set[tuple[Any, Atom]] = set()
+            for key, value in keywords:
+                if key is None:
+                    pairs |= {p for atom in self._eval(value, ctx) if atom[0] == "K" for p in atom[1] if p[0] not in named}
+                elif key not in named:
+                    pairs |= {(key, atom) for atom in self._eval(value, ctx)}
+            return frozenset({mapping(pairs)})
+        parts: list[Value] = []
+        position = index - skip
+        if 0 <= position and index < summary.positional:
+            for offset, arg in enumerate(args):
+                if arg[0] == "*":  # `f(*xs)`: from here on, positions are the items of xs
+                    parts.append(self._items(self._eval(arg[1], ctx)))
+                    break
+                if offset == position:
+                    parts.append(self._eval(arg, ctx))
+                    break
+        for key, value in keywords:
+            if key == name:
+                parts.append(self._eval(value, ctx))
+            elif key is None:
+                parts.append(frozenset(a for atom in self._eval(value, ctx) if atom[0] == "K" for k, a in atom[1] if k == name))
+        return union(parts)
+
+    def _spread(self, args: list[Expr], ctx: Ctx) -> Value:
+        """The values of positional arguments, `*xs` contributing the items of xs."""
+        out: set[Atom] = set()
+        for arg in args:
+            out |= self._items(self._eval(arg[1], ctx)) if arg[0] == "*" else self._eval(arg, ctx)
+        return frozenset(out)
+
+    # ----- expressions ----------------------------------------------------------------------------------------------
+    def _eval(self, expr: Expr, ctx: Ctx) -> Value:
+        tag = expr[0]
+        if tag == "n":
+            return self._lookup(expr[1], ctx)
+        if tag == "c":
+            return frozenset({("C", expr[1])})
+        if tag == "s":
+            owner = owner_class(ctx[0], ctx[1], self.package)
+            return self._node(("attr", owner, expr[1])) if owner else unknown("self outside a class")
+        if tag == "call":
+            return self._call(expr, ctx)
+        if tag == "a":
+            return self._attribute_of(self._eval(expr[1], ctx), expr[2])
+        if tag == "i":
+            base = self._eval(expr[1], ctx)
+            if len(expr) > 2:  # `table[name]`: when the name is known strings, only what they index
+                keys = self._eval(expr[2], ctx)
+                if keys and all(a[0] == "C" and isinstance(a[1], str) for a in keys):
+                    return union(self._items(base, a[1]) for a in keys)
+            return self._items(base)
+        if tag == "key":
+            return self._items(self._eval(expr[1], ctx), expr[2])
+        if tag == "u":
+            return union(self._eval(e, ctx) for e in expr[1])
+        if tag == "l":
+            return frozenset({listing(self._spread(list(expr[1]), ctx))})
+        if tag == "d":
+            pairs: set[tuple[Any, Atom]] = set()
+            for key, value in expr[1]:
+                for atom in self._eval(value, ctx):
+                    if key == "**" and atom[0] == "K":
+                        pairs |= atom[1]
+                    else:
+                        pairs.add((key, atom))
+            return frozenset({mapping(pairs)})
+        if tag == "g":
+            return self._node(("global", expr[1]))
+        if tag == "t":
+            return TENSOR
+        if tag == "h":
+            return HOST
+        if tag == "self":
+            owner = owner_class(ctx[0], ctx[1], self.package)
+            return frozenset({("I", owner)}) if owner else unknown("self outside a class")
+        if tag == "fn":
+            return frozenset({("G", f"{ctx[0]}.{expr[1]}")})
+        if tag == "not":
+            inner = self._eval(expr[1], ctx)
+            if inner and all(a[0] == "C" for a in inner):
+                return frozenset({("C", not a[1]) for a in inner})
+            return HOST
+        if tag == "sup":
+            return self._super(expr[1], ctx)
+        if tag == "if":  # flows only where its branch may run
+            holds, fails = self._may(expr[1], ctx)
+            return self._eval(expr[3], ctx) if (fails if expr[2] else holds) else EMPTY
+        if tag == "*":
+            return self._items(self._eval(expr[1], ctx))
+        if tag == "?":
+            return frozenset({expr})
+        return unknown(f"an expression the resolver does not read ({tag})")
+
+    def _super(self, attr: str, ctx: Ctx) -> Value:
+        """`super().attr`: the next definition in the MRO, or the mapping a dict subclass was built with."""
+        assert self._sites is not None
+        owner = owner_class(ctx[0], ctx[1], self.package)
+        target = self._sites.method_owner(owner, attr, after=owner) if owner else None
+        if target is not None:
+            return frozenset({("G", f"{target}.{attr}")})
+        if owner and attr in _CONTAINER_READS and self._is_mapping(owner):
+            return frozenset({("mapping-of", owner, attr)})
+        return EMPTY if attr == "__init__" else unknown(f"super().{attr}")
+
+    def _attribute_of(self, value: Value, attr: str) -> Value:
+        out: set[Atom] = set()
+        package = self.package
+        for atom in value:
+            kind = atom[0]
+            if kind == "G":
+                qual = atom[1]
+                if attr == "func":
+                    out.add(atom)  # `partial(f).func` is f: a partial is its callable here
+                elif attr in ("__name__", "__qualname__"):
+                    out.add(("C", qual.rsplit(".", 1)[-1]))
+                elif qual in package.classes:
+                    out |= self._class_attribute(qual, attr)
+                elif qual in package.modules:
+                    out |= self._module_name(qual, attr)
+                elif _function_scope(package, qual) is None and not qual.rsplit(".", 1)[-1][:1].isupper():
+                    out |= self._node(("global", f"{qual}.{attr}"))  # a module or function outside
+                elif attr[:1].isupper():
+                    out |= self._node(("global", f"{qual}.{attr}"))  # a class nested in one outside
+                # other attributes of class and function objects hold nothing a layer is built from
+            elif kind == "I":
+                qual = atom[1]
+                if qual in package.classes:
+                    out |= self._node(("attr", qual, attr))
+                else:
+                    out |= _framework_instance_attribute(qual, attr)
+            elif kind == "C" and isinstance(atom[1], str) and attr in _STRING_METHODS:
+                out.add(("str-method", atom[1], attr))  # `name.lower()` of a known string is a known string
+            elif kind in ("C", "H"):
+                out.add(("H",))
+            elif kind == "T":
+                out |= HOST if attr in fw.HOST_ATTRIBUTES else TENSOR
+            elif kind == "?":
+                out.add(atom)
+            elif kind in ("L", "K") and attr in _CONTAINER_READS:
+                out.add(("container-method", atom, attr))
+        return frozenset(out)
+
+    def _class_attribute(self, cls: str, attr: str) -> Value:
+        for owner in self.package.mro(cls):
+            module, facts = self.package.classes[owner]
+            if defines(facts, attr):
+                return frozenset({("G", f"{owner}.{attr}")})
+            if attr in facts.attrs:
+                return union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in facts.attrs[attr])
+        return EMPTY
+
+    def _instance_attribute(self, cls: str, attr: str) -> Value:
+        """`self.attr` on an instance of `cls`: the first class of its MRO that assigns or defines it decides."""
+        package = self.package
+        for owner in package.mro(cls):
+            module, facts = package.classes[owner]
+            written: list[Value] = []
+            for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
+                summary = self.scope(module.module, f"{facts.name}.{method}")
+                if summary is None or attr not in summary.self_attrs:
+                    continue
+                if self.defaults and method != "__init__" and not self._called_from_init(owner, method):
+                    continue
+                ctx = (module.module, summary.name, None)
+                written.extend(self._eval(expr, ctx) for expr in summary.self_attrs[attr])
+            if written:
+                return union(written)
+            if defines(facts, attr):
+                return frozenset({("G", f"{owner}.{attr}")})
+            if attr in facts.attrs:
+                declared = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in facts.attrs[attr])
+                return declared | self._field(cls, owner, attr)
+            if not module.deep:
+                package.note_shallow(module)
+        bases = self._external_bases(cls)
+        if attr in _CONTAINER_READS and any(fw.layer_kind(b) == "container" for b in bases):
+            held = self._node(("attr", cls, ITEMS)) if attr != ITEMS else EMPTY  # a ModuleDict subclass's own items
+            return frozenset({("container-method", listing(self._items(held)), attr)})
+        return _framework_instance_attribute(bases[0], attr) if bases else EMPTY
+
+    def _field(self, cls: str, owner: str, attr: str) -> Value:
+        """A field of a class whose `__init__` is generated (a dataclass, a NamedTuple): what constructions pass."""
+        assert self._sites is not None
+        if self.defaults or any(self.package.classes[c][1].has_init for c in self.package.mro(cls)):
+            return EMPTY
+        fields = list(self.package.classes[owner][1].attrs)
+        position = fields.index(attr)
+        parts: list[Value] = []
+        for call, ctx in self._sites.of_class(cls):
+            args = call[2]
+            if position < len(args) and not any(a[0] == "*" for a in args[: position + 1]):
+                parts.append(self._eval(args[position], ctx))
+            parts.extend(self._eval(v, ctx) for k, v in call[3] if k == attr)
+        return union(parts)
+
+    def _called_from_init(self, cls: str, method: str) -> bool:
+        """Whether `__init__` of `cls` calls `self.method(...)` (helpers that build sublayers)."""
+        module, facts = self.package.classes[cls]
+        summary = self.scope(module.module, f"{facts.name}.__init__")
+        return summary is not None and any(c[1] == ("s", method) for c in summary.calls)
+
+    def _external_bases(self, cls: str) -> list[str]:
+        return [b for owner in self.package.mro(cls) for b in self.package.classes[owner][1].bases if self.package.resolve(b) is None]
+
+    def _is_mapping(self, cls: str) -> bool:
+        return any(b.rsplit(".", 1)[-1] in _MAPPING_BASES for b in self._external_bases(cls))
+
+    def _mapping_items(self, cls: str) -> Value:
+        """What a dict-like package class holds: the items given to its constructor anywhere."""
+        assert self._sites is not None
+        parts: list[Value] = []
+        for call, ctx in self._sites.of_class(cls):
+            for arg in call[2]:
+                parts.append(self._items(self._eval(arg[1] if arg[0] == "*" else arg, ctx)))
+            for key, value in call[3]:
+                parts.append(self._eval(value, ctx) if key is not None else self._items(self._eval(value, ctx)))
+        return union(parts)
+
+    def _items(self, value: Value, key: str | None = None) -> Value:
+        """What iterating or indexing `value` gives; `key`: a literal dict key, so only what is stored under it."""
+        out: set[Atom] = set()
+        for atom in value:
+            kind = atom[0]
+            if kind == "L":
+                out |= atom[1]
+            elif kind == "K":
+                out |= {a for k, a in atom[1] if key is None or k == key or k is None}
+            elif kind == "I" and atom[1] in self.package.classes:
+                out |= self._instance_items(atom[1])
+            elif kind == "mapping-of":
+                out |= self._node(("mapping", atom[1]))
+            elif kind in ("C", "H"):
+                out.add(("H",))
+            elif kind in ("T", "?"):
+                out.add(atom)
+        return frozenset(out)
+
+    def _instance_items(self, cls: str) -> Value:
+        assert self._sites is not None
+        getitem = self._sites.method_owner(cls, "__getitem__")
+        if getitem is not None:
+            module, facts = self.package.classes[getitem]
+            return self._node(("ret", (module.module, f"{facts.name}.__getitem__", None)))
+        if self._is_mapping(cls):
+            return self._node(("mapping", cls))
+        return unknown(f"items of a {cls.rsplit('.', 1)[-1]}")
+
+    # ----- calls -------------------------------------------------------------------------------------------------
+    def _call(self, expr: Expr, ctx: Ctx) -> Value:
+        callee = self._eval(expr[1], ctx)
+        out: set[Atom] = set()
+        package = self.package
+        for atom in callee:
+            kind = atom[0]
+            if kind == "G":
+                qual = atom[1]
+                if qual in package.classes:
+                    out.add(("I", qual))
+                elif qual in PASS_THROUGH:
+                    out |= self._pass_through(qual, expr, ctx)
+                elif (scope := _function_scope(package, qual)) is not None:
+                    out |= self._returns(scope, expr, ctx)
+                elif fw.is_framework(qual):
+                    if fw.layer_kind(qual) == "container":
+                        out.add(listing(self._members(expr, ctx)))
+                    elif qual.rsplit(".", 1)[-1][:1].isupper():
+                        out.add(("I", qual))
+                    else:
+                        out.add(("T",))
+                elif qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES:
+                    out.add(("H",))
+                elif qual.rsplit(".", 1)[-1][:1].isupper():
+                    out.add(("I", qual))
+                else:
+                    out.add(("?", f"the result of `{qual}()`"))
+            elif kind == "?":
+                out.add(atom)
+            elif kind == "container-method":
+                out |= self._container_method(atom[1], atom[2], expr, ctx)
+            elif kind == "str-method":
+                out |= self._string_method(atom[1], atom[2], expr, ctx)
+            elif kind in ("T",) or (kind == "I" and atom[1] in package.classes):
+                out.add(("T",))  # calling a layer: its forward's output
+        return frozenset(out)
+
+    def _returns(self, scope: tuple[str, str], expr: Expr, ctx: Ctx) -> Value:
+        """What a package function returns at this call: solved with its parameters bound to this call's
+        arguments, unless the calls nest too deep (then for any call)."""
+        summary = self.scope(*scope)
+        if summary is None:
+            return unknown(f"{scope[1]} was not indexed")
+        depth, caller = 0, ctx
+        while caller[2] is not None:
+            depth += 1
+            caller = caller[2][1]
+        site = None
+        if depth < _SITE_DEPTH:
+            self._calls[id(expr)] = expr
+            site = (id(expr), ctx, 1 if summary.method in ("method", "class") else 0)
+        return self._node(("ret", (scope[0], scope[1], site)))
+
+    def _container_method(self, container: Atom, method: str, expr: Expr, ctx: Ctx) -> Value:
+        args = expr[2]
+        if method in ("get", "pop", "setdefault", "__getitem__") and args and args[0][0] != "*":
+            keys = self._eval(args[0], ctx)  # `table.get(name)`: when the name is known strings, only what they index
+            if keys and all(a[0] == "C" and isinstance(a[1], str) for a in keys):
+                items = union(self._items(frozenset({container}), a[1]) for a in keys)
+            else:
+                items = self._items(frozenset({container}))
+        else:
+            items = self._items(frozenset({container}))
+        if method == "__getitem__":
+            return items
+        if method in ("values", "copy", "children", "modules"):
+            return frozenset({listing(items)})
+        if method == "items":
+            return frozenset({listing({listing(items | {("H",)})})})
+        default = self._eval(expr[2][1], ctx) if len(expr[2]) > 1 else EMPTY  # get / pop / setdefault
+        return items | default
+
+    def _string_method(self, text: str, method: str, expr: Expr, ctx: Ctx) -> Value:
+        """`"Batch_Norm".replace("_", "").lower()`: computed when every argument is a known string."""
+        values = [self._eval(a, ctx) for a in expr[2]]
+        if expr[3] or not all(len(v) == 1 and next(iter(v))[0] == "C" and isinstance(next(iter(v))[1], str) for v in values):
+            return HOST
+        try:
+            result = getattr(text, method)(*(next(iter(v))[1] for v in values))
+        except (TypeError, ValueError):
+            return HOST
+        if isinstance(result, list):
+            return frozenset({listing(("C", part) for part in result[:8])})
+        return frozenset({("C", result)}) if isinstance(result, str) else HOST
+
+    def _members(self, expr: Expr, ctx: Ctx) -> Value:
+        """The layers a framework container is built with: `Sequential(a, b)`, `ModuleList([...])`, `*blocks`."""
+        out: set[Atom] = set()
+        for arg in expr[2]:
+            for atom in self._eval(arg[1] if arg[0] == "*" else arg, ctx):
+                out |= self._items(frozenset({atom})) if atom[0] in ("L", "K") or arg[0] == "*" else {atom}
+        for key, value in expr[3]:
+            if key is not None:
+                out |= self._eval(value, ctx)
+        return frozenset(out)
+
+    def _pass_through(self, qual: str, expr: Expr, ctx: Ctx) -> Value:
+        """Library calls whose result is (made of) their arguments: partial, deepcopy, dict, list, zip, getattr..."""
+        args = expr[2]
+        if qual == "dataclasses.field":  # a dataclass field's default
+            return union(self._eval(v, ctx) for k, v in expr[3] if k == "default")
+        if not args:
+            if qual in ("builtins.dict", "collections.OrderedDict"):
+                return frozenset({mapping((k, a) for k, v in expr[3] if k for a in self._eval(v, ctx))})
+            return frozenset({listing(())})
+        first = self._eval(args[0][1], ctx) if args[0][0] == "*" else self._eval(args[0], ctx)
+        if qual == "typing.cast":
+            return self._eval(args[1], ctx) if len(args) > 1 else first
+        if qual in ("functools.partial", "copy.deepcopy", "copy.copy", "builtins.iter", "dataclasses.replace"):
+            return first
+        if qual == "builtins.next":
+            return self._items(first)
+        if qual == "builtins.getattr":
+            name = args[1] if len(args) > 1 else None
+            literal = name is not None and name[0] == "c" and isinstance(name[1], str)
+            found = self._attribute_of(first, name[1]) if literal else unknown("getattr of a computed name")  # type: ignore[index]
+            return found | (self._eval(args[2], ctx) if len(args) > 2 else EMPTY)
+        if qual in ("builtins.dict", "collections.OrderedDict"):
+            pairs: set[tuple[Any, Atom]] = set()
+            for atom in first:
+                if atom[0] == "K":
+                    pairs |= atom[1]
+                elif atom[0] == "L":  # dict([(k, v), ...]): the items of the pairs
+                    pairs |= {(None, a) for a in self._items(self._items(frozenset({atom})))}
+            for key, value in expr[3]:
+                for atom in self._eval(value, ctx):
+                    if key is None and atom[0] == "K":
+                        pairs |= atom[1]
+                    elif key is not None:
+                        pairs.add((key, atom))
+            return frozenset({mapping(pairs)})
+        if qual == "builtins.map":
+            return frozenset({listing(unknown("the results of map()"))})
+        if qual == "builtins.enumerate":
+            return frozenset({listing({listing(self._items(first) | {("H",)})})})
+        every = self._spread([("*", a) for a in args], ctx)  # the items of each argument
+        if qual == "builtins.zip":
+            return frozenset({listing({listing(every)})})
+        if qual == "itertools.chain":
+            return frozenset({listing(every)})
+        if qual == "itertools.repeat":
+            return frozenset({listing(first)})
+        return frozenset({listing(self._items(first))})  # list, tuple, set, sorted, reversed, filter
+
+
+def _may_be(atom: Atom, truth: bool) -> bool:
+    """Whether a candidate may test as `truth` (tensors, host values and unknowns may test as either)."""
+    kind = atom[0]
+    if kind == "C":
+        return bool(atom[1]) == truth
+    if kind in ("L", "K"):
+        return bool(atom[1]) == truth
+    if kind in ("G", "I"):
+        return truth
+    return True
+
+
+def _function_scope(package: PackageView, qual: str) -> tuple[str, str] | None:
+    """(module, scope name) of a package function, method or nested function, found by its qualified name."""
+    module = qual
+    while "." in module:
+        module = module.rpartition(".")[0]
+        facts = package.modules.get(module)
+        if facts is not None:
+            name = qual[len(module) + 1 :]
+            if name in facts.scopes:
+                return module, name
+            head, _, rest = name.partition(".")
+            if not rest and head in facts.functions:
+                return module, name
+            if rest and "." not in rest and head in facts.classes and defines(facts.classes[head], rest):
+                return module, name
+            return None
+    return None
+
+
+def _roots(package: PackageView) -> set[str]:
+    return {name.split(".", 1)[0] for name in package.modules}
+
+
+def _framework_instance_attribute(cls: str, attr: str) -> Value:
+    """Attributes of framework layers: parameters and buffers are tensors, `training` and the rest host values."""
+    if attr in ("weight", "bias", "running_mean", "running_var", "_mean", "_variance", "in_proj_weight"):
+        return TENSOR
+    if attr in fw.HOST_ATTRIBUTES or attr.startswith(("in_", "out_", "num_", "_num")) or attr in ("eps", "epsilon", "p", "normalized_shape"):
+        return HOST
+    return unknown(f"attribute `{attr}` of `{cls.rsplit('.', 1)[-1]}`")

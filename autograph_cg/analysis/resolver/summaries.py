@@ -1,0 +1,68 @@
+"""The summary language: expressions as tagged tuples (cheap to build, hash and pickle), and scope summaries.
+
+An `Expr` is a tuple whose first item is its tag:
+
+    ("c", value)                 a host constant (bool, None, int, float, short str)
+    ("h",) / ("t",)              a host value / a tensor
+    ("n", name)                  a name, looked up at solve time: local, enclosing function, module, builtin
+    ("g", qualname)              a qualified reference (a local `import`)
+    ("self",)                    the instance a method runs on
+    ("s", attr)                  `self.attr`
+    ("a", base, attr)            an attribute of another expression
+    ("sup", attr)                `super().attr`
+    ("call", callee, args, kw)   args: Exprs, or ("*", Expr) for `*x`; kw: (name, Expr), name None for `**x`
+    ("i", base[, key])           an item of a container (iteration, unpacking; a subscript gives its key)
+    ("key", base, key)           what a dict holds under a literal key (`cfg["act_layer"]`)
+    ("u", (e, ...))              any of these (ternaries, `or`, both arms of an `if`)
+    ("l", (e, ...))              a list/tuple/set literal; an entry ("*", e) stands for the items of e
+    ("d", ((key, e), ...))       a dict literal; key a str, or None when unknown, or "**" for a merged dict
+    ("fn", name)                 a function defined in this module (nested ones too: "outer.<locals>.inner")
+    ("not", e)                   a negation (for flags)
+    ("if", cond, negated, e)     e, where it flows only when the `if` test cond holds (or fails, negated)
+    ("?", reason)                unknown, with why
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Expr = tuple[Any, ...]
+
+HOST: Expr = ("h",)
+TENSOR: Expr = ("t",)
+SELF: Expr = ("self",)
+
+
+def unknown(reason: str) -> Expr:
+    return ("?", reason)
+
+
+#: The name of the module-level scope in a module's summaries.
+MODULE_SCOPE = "<module>"
+#: The attribute under which a layer keeps sublayers added under computed names (`add_module(str(i), m)`).
+ITEMS = "[items]"
+
+
+@dataclass(frozen=True)
+class ScopeSummary:
+    """One function, method or module body: what flows where, order ignored (every assignment counts)."""
+
+    name: str  # within its module: "func", "Class.method", "func.<locals>.inner", or MODULE_SCOPE
+    parent: str | None = None  # the enclosing function of a closure: its locals are visible here
+    params: tuple[str, ...] = ()  # positional parameters in order (self included), then keyword-only ones
+    positional: int = 0  # how many of `params` can be given by position
+    defaults: dict[str, Expr] = field(default_factory=dict)
+    annotations: dict[str, Expr] = field(default_factory=dict)  # parameters annotated with a dotted name
+    vararg: str | None = None
+    kwarg: str | None = None
+    method: str = ""  # "", "method", "static" or "class": how the first parameter is bound
+    locals: dict[str, tuple[Expr, ...]] = field(default_factory=dict)
+    returns: tuple[Expr, ...] = ()
+    self_attrs: dict[str, tuple[Expr, ...]] = field(default_factory=dict)  # `self.attr = ...` and its kin
+    global_writes: dict[str, tuple[Expr, ...]] = field(default_factory=dict)  # names a `global` statement declares
+    calls: tuple[Expr, ...] = ()  # calls that may reach a package class or function: parameter binding
+
+    @property
+    def self_name(self) -> str | None:
+        return self.params[0] if self.method == "method" and self.params else None

@@ -1,0 +1,423 @@
+"""Syntax tree → scope summaries: one pass over the statements of each body, expressions only where values flow.
+
+Framework calls are cut short (a tensor, or an instance of the framework class) except containers, whose
+items matter; operators and comparisons are host or tensor values, never followed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.devices import on_cuda
+from autograph_cg.analysis.scope import ModuleScope, dotted_name
+from autograph_cg.analysis.resolver.summaries import HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, unknown
+
+#: Calls whose arguments the solver reads (they pass values through) but which bind no package parameter.
+PASS_THROUGH = frozenset(
+    {
+        "functools.partial", "copy.deepcopy", "copy.copy", "collections.OrderedDict", "typing.cast",
+        "itertools.repeat", "itertools.chain", "builtins.dict", "builtins.list", "builtins.tuple", "builtins.set",
+        "builtins.frozenset", "builtins.sorted", "builtins.reversed", "builtins.zip", "builtins.enumerate",
+        "builtins.iter", "builtins.next", "builtins.getattr", "builtins.filter", "builtins.map",
+        "dataclasses.replace", "dataclasses.field",
+    }
+)  # fmt: skip
+_BUILTINS = frozenset(name.rsplit(".", 1)[1] for name in PASS_THROUGH if name.startswith("builtins."))
+_HOST_BUILTINS = frozenset(fw.HOST_BUILTINS) - _BUILTINS
+_MAX_CONST = 64
+_ADDERS = frozenset({"append", "add", "insert"})
+_EXTENDERS = frozenset({"extend", "update"})
+_REGISTER_LAYER = frozenset({"add_module", "add_sublayer", "register_module"})
+_REGISTER_TENSOR = frozenset({"register_buffer", "register_parameter", "create_parameter"})
+
+Qualify = Callable[[str], "str | None"]
+
+
+class _Scope:
+    """A summary being built."""
+
+    __slots__ = (
+        "name", "parent", "self_name", "params", "locals", "returned", "self_attrs", "calls", "nested", "conditions",
+        "globals", "global_writes",
+    )  # fmt: skip
+
+    def __init__(self, name: str, parent: str | None, self_name: str | None, params: frozenset[str] = frozenset()) -> None:
+        self.name = name
+        self.parent = parent
+        self.self_name = self_name
+        self.params = params
+        self.locals: dict[str, list[Expr]] = {}
+        self.returned: dict[str, list[Expr]] = {}  # under the one key "": add() keeps the branch conditions
+        self.self_attrs: dict[str, list[Expr]] = {}
+        self.calls: list[Expr] = []
+        self.nested: list[ScopeSummary] = []
+        self.conditions: list[tuple[Expr, bool]] = []  # the `if` tests the statement being read sits under
+        self.globals: set[str] = set()  # names a `global` statement makes module-level here
+        self.global_writes: dict[str, list[Expr]] = {}
+
+    def add(self, table: dict[str, list[Expr]], key: str, value: Expr) -> None:
+        for condition, negated in reversed(self.conditions):  # a value that flows only when its branch runs
+            value = ("if", condition, negated, value)
+        values = table.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+
+
+class Summarizer:
+    """Builds summaries for one module. `qualify` resolves a module-level name through imports and definitions."""
+
+    def __init__(self, scope: ModuleScope) -> None:
+        self.module = scope.module
+        self.qualify: Qualify = scope.qualify_name
+        self.import_bindings = scope.import_bindings
+
+    def _qualify_expr(self, node: ast.expr) -> str | None:
+        return dotted_name(node, self.qualify)
+
+    # ----- entry points -------------------------------------------------------------------------------------------
+    def module_scope(self, body: list[ast.stmt]) -> ScopeSummary:
+        """Module-level names: imports are left to the facts, definitions to their own summaries."""
+        scope = _Scope(MODULE_SCOPE, None, None)
+        self._statements(body, scope, module_level=True)
+        return self._finish(scope, None)
+
+    def expression(self, node: ast.expr, self_name: str | None) -> Expr:
+        """One expression on its own (a sublayer site's call), read as in a method whose instance is `self_name`."""
+        return self._expr(node, _Scope("", None, self_name))
+
+    def condition(self, node: ast.expr, self_name: str | None) -> Expr:
+        """An `if` test as a truth to evaluate: ("and"|"or", (e, ...)), ("not", e), ("is", e, negated) for a
+        `None` check, ("eq", e, value, negated) against a constant, or any value (its truthiness)."""
+        if isinstance(node, ast.BoolOp):
+            return ("and" if isinstance(node.op, ast.And) else "or", tuple(self.condition(v, self_name) for v in node.values))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return ("not", self.condition(node.operand, self_name))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            op, right = node.ops[0], node.comparators[0]
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+                return ("is", self.expression(node.left, self_name), isinstance(op, ast.IsNot))
+            if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+                return ("eq", self.expression(node.left, self_name), right.value, isinstance(op, ast.NotEq))
+            return HOST
+        return self.expression(node, self_name)
+
+    def class_body(self, node: ast.ClassDef) -> dict[str, tuple[Expr, ...]]:
+        """Class attributes (`expansion = 4`, `act_layer = nn.GELU`), as the class's own names."""
+        scope = _Scope(f"{node.name}.<body>", None, None)
+        for statement in node.body:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._statement(statement, scope, module_level=True)
+        return {k: tuple(v) for k, v in scope.locals.items()}
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, owner: bool, parent: str | None = None) -> list[ScopeSummary]:
+        """The summary of `node` (named `name` in its module), then those of the functions nested in it."""
+        method = ""
+        if owner:
+            decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in node.decorator_list}
+            method = "static" if "staticmethod" in decorators else "class" if "classmethod" in decorators else "method"
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        self_name = positional[0] if method == "method" and positional else None
+        every = positional + [a.arg for a in args.kwonlyargs] + [a.arg for a in (args.vararg, args.kwarg) if a]
+        scope = _Scope(name, parent, self_name, frozenset(every))
+        self._statements(node.body, scope, module_level=False)
+        return [self._finish(scope, node, method), *scope.nested]
+
+    # ----- statements ----------------------------------------------------------------------------------------------
+    def _finish(self, scope: _Scope, node: ast.FunctionDef | ast.AsyncFunctionDef | None, method: str = "") -> ScopeSummary:
+        if node is None:
+            return ScopeSummary(
+                scope.name,
+                locals={k: tuple(v) for k, v in scope.locals.items()},
+                calls=tuple(scope.calls),
+            )
+        args = node.args
+        positional = [a for a in args.posonlyargs + args.args]
+        defaults: dict[str, Expr] = {}
+        for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+            defaults[arg.arg] = self._expr(default, scope)
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            if default is not None:
+                defaults[arg.arg] = self._expr(default, scope)
+        annotations = {
+            a.arg: ("n", a.annotation.id) if isinstance(a.annotation, ast.Name) else self._expr(a.annotation, scope)
+            for a in positional + args.kwonlyargs
+            if isinstance(a.annotation, (ast.Name, ast.Attribute))
+        }
+        return ScopeSummary(
+            name=scope.name,
+            parent=scope.parent,
+            params=tuple(a.arg for a in positional + args.kwonlyargs),
+            positional=len(positional),
+            defaults=defaults,
+            annotations=annotations,
+            vararg=args.vararg.arg if args.vararg else None,
+            kwarg=args.kwarg.arg if args.kwarg else None,
+            method=method,
+            locals={k: tuple(v) for k, v in scope.locals.items()},
+            returns=tuple(scope.returned.get("", ())),
+            self_attrs={k: tuple(v) for k, v in scope.self_attrs.items()},
+            global_writes={k: tuple(v) for k, v in scope.global_writes.items()},
+            calls=tuple(scope.calls),
+        )
+
+    def _statements(self, body: list[ast.stmt], scope: _Scope, module_level: bool) -> None:
+        for statement in body:
+            self._statement(statement, scope, module_level)
+
+    def _statement(self, node: ast.stmt, scope: _Scope, module_level: bool) -> None:
+        kind = type(node)
+        if kind is ast.Assign:
+            value = self._expr(node.value, scope)  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
+                self._bind(target, value, scope)
+        elif kind is ast.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                self._bind(node.target, self._expr(node.value, scope), scope)  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign:
+            self._bind(node.target, self._expr(node.value, scope), scope)  # type: ignore[attr-defined]
+        elif kind is ast.Expr:
+            if isinstance(node.value, ast.Call):  # type: ignore[attr-defined]
+                self._call_statement(node.value, scope)  # type: ignore[attr-defined]
+        elif kind is ast.Return:
+            value = self._expr(node.value, scope) if node.value is not None else ("c", None)  # type: ignore[attr-defined]
+            scope.add(scope.returned, "", value)
+        elif kind is ast.For or kind is ast.AsyncFor:
+            self._bind(node.target, ("i", self._expr(node.iter, scope)), scope)  # type: ignore[attr-defined]
+            self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
+            self._statements(node.orelse, scope, module_level)  # type: ignore[attr-defined]
+        elif kind is ast.If:
+            runs = on_cuda(node.test, self._qualify_expr)  # type: ignore[attr-defined]
+            condition = self.condition(node.test, scope.self_name) if runs is None else None  # type: ignore[attr-defined]
+            if runs is not False:
+                self._branch(node.body, condition, False, scope, module_level)  # type: ignore[attr-defined]
+            if runs is not True:
+                self._branch(node.orelse, condition, True, scope, module_level)  # type: ignore[attr-defined]
+        elif kind is ast.While:
+            self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
+            self._statements(node.orelse, scope, module_level)  # type: ignore[attr-defined]
+        elif kind is ast.Global:
+            scope.globals.update(node.names)  # type: ignore[attr-defined]
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:  # type: ignore[attr-defined]
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, unknown("a context manager's value"), scope)
+            self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
+        elif kind is ast.Try or kind.__name__ == "TryStar":
+            self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                if handler.name:
+                    scope.add(scope.locals, handler.name, HOST)
+                self._statements(handler.body, scope, module_level)
+            self._statements(node.orelse, scope, module_level)  # type: ignore[attr-defined]
+            self._statements(node.finalbody, scope, module_level)  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            if not module_level:
+                for local, qual in self.import_bindings(node):  # type: ignore[arg-type]
+                    scope.add(scope.locals, local, ("g", qual))
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            if not module_level:
+                nested = f"{scope.name}.<locals>.{node.name}"  # type: ignore[attr-defined]
+                scope.add(scope.locals, node.name, ("fn", nested))  # type: ignore[attr-defined]
+                scope.nested.extend(self.function(node, nested, owner=False, parent=scope.name))  # type: ignore[arg-type]
+        elif kind is ast.ClassDef:
+            if not module_level:
+                scope.add(scope.locals, node.name, unknown("a class defined in a function"))  # type: ignore[attr-defined]
+        elif kind is ast.Match:
+            for case in node.cases:  # type: ignore[attr-defined]
+                self._statements(case.body, scope, module_level)
+
+    def _branch(self, body: list[ast.stmt], condition: Expr | None, negated: bool, scope: _Scope, module_level: bool) -> None:
+        if condition is not None:
+            scope.conditions.append((condition, negated))
+        try:
+            self._statements(body, scope, module_level)
+        finally:
+            if condition is not None:
+                scope.conditions.pop()
+
+    def _bind(self, target: ast.expr, value: Expr, scope: _Scope) -> None:
+        kind = type(target)
+        if kind is ast.Name:
+            table = scope.global_writes if target.id in scope.globals else scope.locals  # type: ignore[attr-defined]
+            scope.add(table, target.id, value)  # type: ignore[attr-defined]
+        elif kind is ast.Tuple or kind is ast.List:
+            item = ("i", value)
+            for element in target.elts:  # type: ignore[attr-defined]
+                self._bind(element.value if isinstance(element, ast.Starred) else element, item, scope)
+        elif kind is ast.Attribute:
+            owner = target.value  # type: ignore[attr-defined]
+            if isinstance(owner, ast.Name) and owner.id == scope.self_name:
+                scope.add(scope.self_attrs, target.attr, value)  # type: ignore[attr-defined]
+        elif kind is ast.Subscript:
+            self._store_into(target.value, ("d", ((None, value),)), scope)  # type: ignore[attr-defined]
+        elif kind is ast.Starred:
+            self._bind(target.value, value, scope)  # type: ignore[attr-defined]
+
+    def _store_into(self, container: ast.expr, value: Expr, scope: _Scope) -> None:
+        """`x.append(v)`, `x[k] = v`, `self.x.extend(vs)`: the container may now hold `value`'s items."""
+        if isinstance(container, ast.Name):
+            scope.add(scope.locals, container.id, value)
+        elif isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) and container.value.id == scope.self_name:
+            scope.add(scope.self_attrs, container.attr, value)
+
+    def _call_statement(self, call: ast.Call, scope: _Scope) -> None:
+        func = call.func
+        if isinstance(func, ast.Attribute) and call.args:
+            method = func.attr
+            owner = func.value
+            if method in _ADDERS:
+                self._store_into(owner, ("l", (self._expr(call.args[-1], scope),)), scope)
+                return
+            if method in _EXTENDERS:
+                self._store_into(owner, self._expr(call.args[-1], scope), scope)
+                return
+            if isinstance(owner, ast.Name) and owner.id == scope.self_name:
+                name = call.args[0]
+                literal = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+                if method in _REGISTER_LAYER and len(call.args) >= 2:  # a computed name: one of the layer's items
+                    layer = self._expr(call.args[1], scope)
+                    scope.add(scope.self_attrs, literal if literal is not None else ITEMS, layer if literal is not None else ("l", (layer,)))
+                    return
+                if literal is not None and method in _REGISTER_TENSOR:
+                    scope.add(scope.self_attrs, literal, TENSOR)
+                    return
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
+            owner, name, value = call.args
+            if isinstance(owner, ast.Name) and owner.id == scope.self_name and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                scope.add(scope.self_attrs, name.value, self._expr(value, scope))
+                return
+        self._expr(call, scope)
+
+    # ----- expressions -----------------------------------------------------------------------------------------------
+    def _expr(self, node: ast.expr, scope: _Scope) -> Expr:
+        kind = type(node)
+        if kind is ast.Name:
+            return SELF if node.id == scope.self_name else ("n", node.id)  # type: ignore[attr-defined]
+        if kind is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_CONST):
+                return ("c", value)
+            return HOST
+        if kind is ast.Attribute:
+            base = node.value  # type: ignore[attr-defined]
+            if isinstance(base, ast.Name) and base.id == scope.self_name:
+                return ("s", node.attr)  # type: ignore[attr-defined]
+            return ("a", self._expr(base, scope), node.attr)  # type: ignore[attr-defined]
+        if kind is ast.Call:
+            return self._call(node, scope)  # type: ignore[arg-type]
+        if kind is ast.Subscript:
+            base = self._expr(node.value, scope)  # type: ignore[attr-defined]
+            key = node.slice  # type: ignore[attr-defined]
+            if isinstance(key, ast.Slice):
+                return base  # a slice of a container is the same kind of container
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return ("key", base, key.value)  # `d["norm_layer"]`: what that key holds
+            return ("i", base, self._expr(key, scope))  # `table[name]`: the name may be a known string
+        if kind is ast.IfExp:
+            return ("u", (self._expr(node.body, scope), self._expr(node.orelse, scope)))  # type: ignore[attr-defined]
+        if kind is ast.BoolOp:
+            return ("u", tuple(self._expr(v, scope) for v in node.values))  # type: ignore[attr-defined]
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            return ("l", tuple(self._element(e, scope) for e in node.elts))  # type: ignore[attr-defined]
+        if kind is ast.Dict:
+            return (
+                "d",
+                tuple(
+                    (_key(k), self._expr(v, scope))
+                    for k, v in zip(node.keys, node.values)  # type: ignore[attr-defined]
+                ),
+            )
+        if kind is ast.ListComp or kind is ast.GeneratorExp or kind is ast.SetComp:
+            self._comprehensions(node.generators, scope)  # type: ignore[attr-defined]
+            return ("l", (self._expr(node.elt, scope),))  # type: ignore[attr-defined]
+        if kind is ast.DictComp:
+            self._comprehensions(node.generators, scope)  # type: ignore[attr-defined]
+            return ("d", ((None, self._expr(node.value, scope)),))  # type: ignore[attr-defined]
+        if kind is ast.BinOp:
+            if isinstance(node.op, (ast.Add, ast.Mult)):  # type: ignore[attr-defined]
+                return ("u", (self._expr(node.left, scope), self._expr(node.right, scope)))  # type: ignore[attr-defined]
+            return HOST
+        if kind is ast.UnaryOp:
+            if isinstance(node.op, ast.Not):  # type: ignore[attr-defined]
+                return ("not", self._expr(node.operand, scope))  # type: ignore[attr-defined]
+            operand = node.operand  # type: ignore[attr-defined]
+            if isinstance(operand, ast.Constant) and isinstance(operand.value, (int, float)) and isinstance(node.op, ast.USub):  # type: ignore[attr-defined]
+                return ("c", -operand.value)
+            return HOST
+        if kind is ast.NamedExpr:
+            value = self._expr(node.value, scope)  # type: ignore[attr-defined]
+            self._bind(node.target, value, scope)  # type: ignore[attr-defined]
+            return value
+        if kind is ast.Starred:
+            return ("i", self._expr(node.value, scope))  # type: ignore[attr-defined]
+        if kind is ast.Lambda:
+            return unknown("a lambda")
+        if kind is ast.Compare or kind is ast.JoinedStr:
+            return HOST
+        return unknown(f"a {kind.__name__} expression")
+
+    def _element(self, node: ast.expr, scope: _Scope) -> Expr:
+        if isinstance(node, ast.Starred):
+            return ("*", self._expr(node.value, scope))
+        return self._expr(node, scope)
+
+    def _comprehensions(self, generators: list[ast.comprehension], scope: _Scope) -> None:
+        for generator in generators:
+            self._bind(generator.target, ("i", self._expr(generator.iter, scope)), scope)
+
+    def _call(self, node: ast.Call, scope: _Scope) -> Expr:
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            inner = func.value.func
+            if isinstance(inner, ast.Name) and inner.id == "super":
+                callee: Expr = ("sup", func.attr)
+                return self._record(callee, node, scope)
+        qual = self._framework_or_known(func, scope)
+        if qual is not None:
+            short = qual.rsplit(".", 1)[-1]
+            if fw.is_framework(qual):
+                if fw.layer_kind(qual) == "container":
+                    return ("call", ("g", qual), self._arguments(node, scope), self._keywords(node, scope))
+                return ("call", ("g", qual), (), ()) if short[:1].isupper() else TENSOR
+            if qual in PASS_THROUGH:
+                return ("call", ("g", qual), self._arguments(node, scope), self._keywords(node, scope))
+            if qual.startswith("builtins.") and short in _HOST_BUILTINS:
+                return HOST
+        return self._record(self._expr(func, scope), node, scope)
+
+    def _record(self, callee: Expr, node: ast.Call, scope: _Scope) -> Expr:
+        call = ("call", callee, self._arguments(node, scope), self._keywords(node, scope))
+        scope.calls.append(call)
+        return call
+
+    def _arguments(self, node: ast.Call, scope: _Scope) -> tuple[Expr, ...]:
+        return tuple(self._element(a, scope) for a in node.args)
+
+    def _keywords(self, node: ast.Call, scope: _Scope) -> tuple[tuple[str | None, Expr], ...]:
+        return tuple((k.arg, self._expr(k.value, scope)) for k in node.keywords)
+
+    def _framework_or_known(self, func: ast.expr, scope: _Scope) -> str | None:
+        """The qualified name of a callee written as a module-level dotted name that no local shadows."""
+        parts: list[str] = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name) or func.id in scope.locals or func.id in scope.params:
+            return None
+        base = self.qualify(func.id)
+        if base is None:
+            if not parts and func.id in _BUILTINS | _HOST_BUILTINS:
+                return "builtins." + func.id
+            return None
+        return ".".join([base, *reversed(parts)]) if parts else base
+
+
+def _key(node: ast.expr | None) -> str | None:
+    if node is None:
+        return "**"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None

@@ -1,0 +1,139 @@
+"""Values the solver computes: frozensets of atoms, kept small and finite.
+
+    ("G", qualname)      a class, function, module or method object (of the package, a framework, or another library)
+    ("I", qualname)      an instance of that class
+    ("L", atoms)         a container (list, tuple, set, a framework container layer) holding any of `atoms`
+    ("K", pairs)         a dict: pairs of (key or None, atom)
+    ("C", value)         a host constant;  ("H",) a host value;  ("T",) a tensor
+    ("?", reason)        something that cannot be seen, and why
+
+A value holds at most one list and one dict atom (their contents merged), containers nest one level at most,
+and unknowns and constants are capped: values grow by content, so a fixed point is reached in a few rounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+Atom = tuple[Any, ...]
+Value = frozenset  # of Atom
+EMPTY: Value = frozenset()
+TENSOR: Value = frozenset({("T",)})
+HOST: Value = frozenset({("H",)})
+
+MAX_ATOMS = 256  # a value larger than this is cut to an unknown: the flow is too wide to be useful
+MAX_REASONS = 4  # distinct unknowns kept in one value
+MAX_CONSTANTS = 16  # distinct constants kept before they become a host value
+
+
+def unknown(reason: str) -> Value:
+    return frozenset({("?", reason)})
+
+
+def union(values: Iterable[Value]) -> Value:
+    out: set[Atom] = set()
+    for value in values:
+        out |= value
+    return frozenset(out)
+
+
+def flat(atoms: Iterable[Atom]) -> frozenset:
+    """Atoms with every container replaced by what it holds, recursively."""
+    out: set[Atom] = set()
+    for atom in atoms:
+        if atom[0] == "L":
+            out |= flat(atom[1])
+        elif atom[0] == "K":
+            out |= flat(a for _, a in atom[1])
+        else:
+            out.add(atom)
+    return frozenset(out)
+
+
+def _shallow(atom: Atom) -> Atom:
+    """An item of a container: a container inside it keeps one level (a list of tuples), deeper ones flatten,
+    so values built through cycles (`xs = xs + [x]`) stay finite."""
+    if atom[0] == "L":
+        return ("L", bounded(flat(atom[1])))
+    if atom[0] == "K":
+        return ("L", bounded(flat(a for _, a in atom[1])))
+    return atom
+
+
+def merged(value: Iterable[Atom]) -> set[Atom]:
+    """One list atom and one dict atom, holding what all of them held."""
+    out: set[Atom] = set()
+    items: set[Atom] = set()
+    pairs: set[tuple[Any, Atom]] = set()
+    lists = dicts = 0
+    for atom in value:
+        if atom[0] == "L":
+            lists += 1
+            items |= atom[1]
+        elif atom[0] == "K":
+            dicts += 1
+            pairs |= atom[1]
+        else:
+            out.add(atom)
+    if lists:
+        out.add(("L", frozenset(merged(items)) if lists > 1 else frozenset(items)))
+    if dicts:
+        out.add(("K", frozenset(pairs)))
+    return out
+
+
+def listing(items: Iterable[Atom]) -> Atom:
+    return ("L", bounded(frozenset(merged(_shallow(a) for a in items))))
+
+
+def mapping(pairs: Iterable[tuple[Any, Atom]]) -> Atom:
+    """A dict atom; what each key holds is kept small like any value."""
+    by_key: dict[Any, set[Atom]] = {}
+    for key, atom in pairs:
+        by_key.setdefault(key, set()).add(_shallow(atom))
+    return ("K", frozenset((k, a) for k, atoms in by_key.items() for a in bounded(frozenset(atoms))))
+
+
+SEVERAL_UNKNOWNS: Atom = ("?", "several values that cannot be seen")
+TOO_MANY: Value = unknown("too many candidates")
+
+
+def bounded(value: Value) -> Value:
+    """Keep a value small, and only ever growing: past a few unknowns they become one general unknown, past a
+    few constants they become a host value, past many atoms the value becomes unknown. Each of these stands
+    for more than what it replaces, so a value that grows through a cycle still reaches a fixed point."""
+    if sum(1 for a in value if a[0] == "L") > 1 or sum(1 for a in value if a[0] == "K") > 1:
+        value = frozenset(merged(value))
+    if len(value) > MAX_ATOMS:
+        return TOO_MANY
+    unknowns = [a for a in value if a[0] == "?"]
+    constants = [a for a in value if a[0] == "C"]
+    if len(unknowns) <= MAX_REASONS and len(constants) <= MAX_CONSTANTS and SEVERAL_UNKNOWNS not in value:
+        return value
+    kept = set(value)
+    if len(unknowns) > MAX_REASONS or SEVERAL_UNKNOWNS in value:
+        kept = (kept - set(unknowns)) | {SEVERAL_UNKNOWNS}
+    if len(constants) > MAX_CONSTANTS:
+        kept = (kept - set(constants)) | {("H",)}
+    return frozenset(kept)
+
+
+def truthiness(value: Value) -> bool | None:
+    """True or False when every candidate agrees, else None (tensors and host values never say)."""
+    found: set[bool] = set()
+    for atom in value:
+        kind = atom[0]
+        if kind == "C":
+            found.add(bool(atom[1]))
+        elif kind in ("G", "I"):
+            found.add(True)
+        elif kind in ("L", "K"):
+            found.add(bool(atom[1]))
+        else:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+def instances(value: Value, is_class: Any) -> Value:
+    """Class objects made instances (`config: LlamaConfig` names the class; the value is an instance)."""
+    return frozenset(("I", a[1]) if a[0] == "G" and is_class(a[1]) else a for a in value)

@@ -19,7 +19,7 @@ from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
 from .pools import PoolLedger, ledger_for
 from .stats import LayerStats
-from .tree import UnsupportedArgument, flatten, flatten_call, unflatten
+from .tree import Tree, UnsupportedArgument, unflatten
 
 
 class _CaptureDepth(threading.local):
@@ -69,9 +69,8 @@ class Ops(Protocol):
     """What the core needs from a framework. Both adapters implement every method."""
 
     name: str
+    tree: Tree  # what a tensor is, which leaves are constants, the framework's container registry
 
-    def is_tensor(self, x: Any) -> bool: ...
-    def is_static(self, x: Any) -> bool: ...
     def meta(self, t: Any) -> tuple: ...
     def context(self) -> tuple: ...  # starts with whether grad mode is on
     def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
@@ -199,6 +198,14 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def _check_rebuilds(spec: tuple, flat: list) -> None:
+    """Every replay rebuilds the outputs with their own types: find out at capture if that fails."""
+    try:
+        unflatten(spec, flat)
+    except Exception as err:
+        raise UnsupportedArgument(f"the output cannot be rebuilt: {_first_line(err)}") from err
+
+
 class Runner:
     """The state machine behind one CUDAGraphedLayer: per key, warm up, capture, replay, or run eagerly."""
 
@@ -249,7 +256,7 @@ class Runner:
             self.stats.eager_calls += 1
             return self.layer(*args, **kwargs)
         try:
-            tensors, spec = flatten_call(args, kwargs, ops.is_tensor, ops.is_static)
+            tensors, spec = ops.tree.flatten_call(args, kwargs)
         except UnsupportedArgument as err:
             return self._eager(args, kwargs, "unsupported argument", str(err))
         trainable = self._check_parameters()
@@ -414,6 +421,7 @@ class Runner:
                     ledger.adopt(fwd)
                     if last_spec[0] != out_spec:
                         raise RuntimeError("the output structure changed between two runs")
+                    _check_rebuilds(out_spec, flat)
                     slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
                     slot.writers = [ops.writer(t) for t in static]
                     if slot.diff_outputs and (slot.used_inputs or slot.used_params):
@@ -454,7 +462,7 @@ class Runner:
             args, kwargs = unflatten(spec, static)
             with ops.grad_mode(train):
                 out = call(args, kwargs)
-            flat, last_spec[0] = flatten(out, ops.is_tensor, ops.is_static)
+            flat, last_spec[0] = ops.tree.flatten(out)
             return flat
 
         return run_layer, last_spec

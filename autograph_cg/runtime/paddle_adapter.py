@@ -17,6 +17,7 @@ from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .parallel import paddle_reason
 from .standin import StandInGraph
+from .tree import Tree
 
 _PLACE_TYPES = tuple(
     getattr(paddle.base.core, n) for n in ("Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace")
@@ -70,8 +71,7 @@ class PaddleOps:
 
     name = "paddle"
 
-    is_tensor = staticmethod(lambda x: isinstance(x, paddle.Tensor))
-    is_static = staticmethod(lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
+    tree = Tree(lambda x: isinstance(x, paddle.Tensor), lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
     requires_grad = staticmethod(lambda t: not t.stop_gradient)
     data_ptr = staticmethod(paddle.Tensor.data_ptr)
     version = staticmethod(lambda t: t.inplace_version)

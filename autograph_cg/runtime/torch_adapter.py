@@ -13,11 +13,13 @@ from typing import Any, ContextManager, Iterator, Sequence
 
 import torch
 from torch.autograd.function import once_differentiable
+from torch.utils import _pytree
 
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .parallel import torch_reason
 from .standin import StandInGraph
+from .tree import Tree
 
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
 # Host-syncing calls refused while a stand-in graph captures (a capturing CUDA stream refuses them).
@@ -164,8 +166,13 @@ class TorchOps:
     def __init__(self) -> None:
         self._streams: dict[Any, torch.cuda.Stream] = {}
 
-    is_tensor = staticmethod(lambda x: isinstance(x, torch.Tensor))
-    is_static = staticmethod(lambda x: isinstance(x, _STATIC_TYPES))
+    # Containers registered with torch's pytree utilities (model libraries register their outputs)
+    # flatten and rebuild through their registration.
+    tree = Tree(
+        lambda x: isinstance(x, torch.Tensor),
+        lambda x: isinstance(x, _STATIC_TYPES),
+        _pytree.SUPPORTED_NODES.get,
+    )
     requires_grad = staticmethod(operator.attrgetter("requires_grad"))
     data_ptr = staticmethod(torch.Tensor.data_ptr)
     version = staticmethod(lambda t: t._version)

@@ -77,6 +77,7 @@ class Ops(Protocol):
     def requires_grad(self, t: Any) -> bool: ...
     def grad_mode(self, enabled: bool) -> ContextManager: ...
     def capture_context(self) -> ContextManager: ...
+    def layer_context(self) -> ContextManager: ...  # every run of the wrapped layer and its backward but replays
     def data_ptr(self, t: Any) -> int: ...
     def version(self, t: Any) -> int: ...
     def device(self, t: Any) -> Any: ...
@@ -254,7 +255,7 @@ class Runner:
             return self._eager(args, kwargs, f"disabled by {reason}")
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
-            return self.layer(*args, **kwargs)
+            return self._run_eagerly(args, kwargs)
         try:
             tensors, spec = ops.tree.flatten_call(args, kwargs)
         except UnsupportedArgument as err:
@@ -282,7 +283,7 @@ class Runner:
             return self._eager(args, kwargs, why)
         slot = self._acquire(entry, tensors, spec, backend, device)
         if slot is None:
-            return self.layer(*args, **kwargs)
+            return self._run_eagerly(args, kwargs)
         if slot.bwd is None:
             outs = self._replay_inference(slot, tensors)
         else:
@@ -299,7 +300,11 @@ class Runner:
     def _eager(self, args: tuple, kwargs: dict, reason: str, detail: str = "") -> Any:
         self.stats.eager_calls += 1
         self.stats.fallback(reason, detail)
-        return self.layer(*args, **kwargs)
+        return self._run_eagerly(args, kwargs)
+
+    def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
+        with self.ops.layer_context():
+            return self.layer(*args, **kwargs)
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -313,7 +318,7 @@ class Runner:
         ops = self.ops
         versions = [ops.version(t) for t in tensors]
         self.stats.warmup_calls += 1
-        out = self.layer(*args, **kwargs)
+        out = self._run_eagerly(args, kwargs)
         for i, (t, v) in enumerate(zip(tensors, versions)):
             if ops.version(t) != v:
                 self.stats.disable(f"forward writes into its tensor argument {i} in place")
@@ -412,7 +417,7 @@ class Runner:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
-            with ops.capture_context(), _capturing():
+            with ops.capture_context(), ops.layer_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)
                 out_spec = last_spec[0]
                 with ops.capture_stream(backend, device):
@@ -460,7 +465,7 @@ class Runner:
 
         def run_layer() -> list:
             args, kwargs = unflatten(spec, static)
-            with ops.grad_mode(train):
+            with ops.grad_mode(train), ops.layer_context():
                 out = call(args, kwargs)
             flat, last_spec[0] = ops.tree.flatten(out)
             return flat
@@ -526,7 +531,8 @@ class Runner:
                     grads.clear()
                     held = 0
 
-            self.ops.backward_into(outs, slot.grad_outputs, inputs + slot.params, take, retain=True)
+            with self.ops.layer_context():
+                self.ops.backward_into(outs, slot.grad_outputs, inputs + slot.params, take, retain=True)
             if views:
                 store(views, grads)
             return in_grads
@@ -630,7 +636,8 @@ class Runner:
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
         outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
-        grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+        with ops.layer_context():
+            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
         accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])
         self.stats.eager_backwards += 1
         return list(grads[: len(inputs)])

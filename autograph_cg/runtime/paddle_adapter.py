@@ -99,6 +99,8 @@ class PaddleOps:
     def capture_context() -> ContextManager:
         return nullcontext()
 
+    layer_context = capture_context
+
     @staticmethod
     def input_reason(t: paddle.Tensor, backend: str) -> str | None:
         if backend == "cuda" and not t.place.is_gpu_place():

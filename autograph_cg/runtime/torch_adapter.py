@@ -12,6 +12,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, ContextManager, Iterator, Sequence
 
 import torch
+import torch._functorch.config
 from torch.autograd.function import once_differentiable
 from torch.utils import _pytree
 
@@ -64,6 +65,25 @@ def _autocast_state() -> tuple:
             torch.is_autocast_cpu_enabled(),
             torch.get_autocast_cpu_dtype(),
         )
+
+
+# AOTAutograd (torch.compile) lets a compiled backward reuse the memory of the activations it
+# saved ("donated buffers"), which allows one backward only. The runtime runs backward more than
+# once over one forward: the probe's, the two captured backward graphs', and an eager backward
+# when a replay would not be safe. Compiled code first compiled while the wrapped layer runs
+# donates nothing.
+_DONATION = hasattr(torch._functorch.config, "donated_buffer")
+
+
+@contextmanager
+def _no_donated_buffers() -> Iterator[None]:
+    config = torch._functorch.config
+    saved = config.donated_buffer
+    config.donated_buffer = False
+    try:
+        yield
+    finally:
+        config.donated_buffer = saved
 
 
 _clear_blas_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
@@ -206,12 +226,19 @@ class TorchOps:
     @contextmanager
     def capture_context() -> Iterator[None]:
         # A capture must not fill the autocast weight cache (its copies would live in the graph pool).
+        # Without autocast the cache holds nothing; its switch is left alone, since torch.compile
+        # guards on it and would compile the wrapped code once more.
         cached = torch.is_autocast_cache_enabled()
-        torch.set_autocast_cache_enabled(False)
+        if _autocast_state():
+            torch.set_autocast_cache_enabled(False)
         try:
             yield
         finally:
             torch.set_autocast_cache_enabled(cached)
+
+    @staticmethod
+    def layer_context() -> ContextManager:
+        return _no_donated_buffers() if _DONATION else nullcontext()
 
     @staticmethod
     def input_reason(t: torch.Tensor, backend: str) -> str | None:
@@ -239,7 +266,8 @@ class TorchOps:
         if not params:
             return [], lambda args, kwargs: layer(*args, **kwargs)
         index = {id(p): j for j, p in enumerate(params)}
-        leaves = [_alias(p).requires_grad_(True) for p in params]
+        # Parameters (of the alias, with the alias's version counter): compiled code guards on the type.
+        leaves = [torch.nn.Parameter(_alias(p)) for p in params]
         mapping = {
             name: leaves[index[id(p)]]
             for name, p in layer.named_parameters(remove_duplicate=False)

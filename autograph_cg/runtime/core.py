@@ -85,7 +85,6 @@ class Ops(Protocol):
     def make_static(self, t: Any, requires_grad: bool) -> Any: ...
     def writer(self, t: Any) -> Any: ...
     def bind(self, layer: Any, params: list) -> tuple[list, Callable[[tuple, dict], Any]]: ...
-    def same_layout(self, a: Any, b: Any) -> bool: ...
     def copy_(self, dst: Any, src: Any) -> None: ...
     def clone(self, t: Any) -> Any: ...
     def zero_(self, t: Any) -> None: ...
@@ -170,7 +169,10 @@ def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any
     """The forward of the adapters' autograd function (torch Function / Paddle PyLayer)."""
     n = len(slot.static_inputs)
     ctx.routed = len(tensors) - n  # parameters passed only for their accumulation nodes (Runner.__call__)
-    outs = runner.forward_replay(slot, tensors[:n])
+    outs = runner._replay_inference(slot, tensors[:n])
+    slot.busy = True
+    slot.generation += 1
+    slot.ledger.inflight[id(slot)] = slot.fwd_seq
     ctx.set_materialize_grads(False)
     if slot.nondiff:
         ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
@@ -232,6 +234,7 @@ class Runner:
         self.graph_count = 0
         self._params: list | None = None
         self._buffers: list = []
+        self._ids: tuple = ()  # ids of the parameters and buffers, read with them
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
@@ -352,6 +355,7 @@ class Runner:
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = list(self.layer.buffers())
+            self._ids = (tuple(map(id, self._params)), tuple(map(id, self._buffers)))
             self._epoch = epoch
         return self._params
 
@@ -362,7 +366,7 @@ class Runner:
         params = self._read_parameters()
         flags = tuple(map(ops.requires_grad, params))
         signature = (
-            tuple(map(id, params)),
+            self._ids,  # the same tuple while no registration happened: compared by identity
             tuple(map(ops.data_ptr, params)),
             flags,
             tuple(map(ops.data_ptr, self._buffers)),
@@ -372,7 +376,7 @@ class Runner:
                 self._drop_graphs()
                 self.stats.recapture("parameters or buffers were replaced, re-allocated or frozen")
             self._signature = signature
-        return any(flags)
+        return True in flags
 
     def _drop_graphs(self) -> None:
         for entry in self.entries.values():
@@ -561,29 +565,17 @@ class Runner:
             ops.copy_(dst, src)
 
     # --------------------------------------------------------------- replay
-    def _copy_in(self, slot: Slot, tensors: Sequence[Any]) -> None:
-        ops = self.ops
-        # The slot was found by the key, whose (shape, dtype, device) per input match; checked again
-        # here because a copy into a buffer of another shape would broadcast silently.
-        for static, writer, t in zip(slot.static_inputs, slot.writers, tensors):
-            if not ops.same_layout(static, t):
-                raise RuntimeError(f"graph input mismatch: {ops.meta(t)[:3]} into {ops.meta(static)[:3]}")
-            ops.copy_(writer, t)
-
-    def _replay_inference(self, slot: Slot, tensors: list) -> list:
-        self._copy_in(slot, tensors)
+    def _replay_inference(self, slot: Slot, tensors: Sequence[Any]) -> list:
+        """Copy in, replay, hand out clones (also the training forward, inside the autograd function).
+        The slot belongs to the call's key, so every input has its static buffer's shape, dtype,
+        device and strides: the copies cannot broadcast."""
+        copy = self.ops.copy_
+        for writer, t in zip(slot.writers, tensors):
+            copy(writer, t)
         slot.fwd.replay()
         slot.ledger.epoch += 1
         self.stats.forward_replays += 1
-        return [self.ops.clone(o) for o in slot.fwd.outputs]
-
-    def forward_replay(self, slot: Slot, tensors: Sequence[Any]) -> list:
-        """Run inside the adapter's autograd function: copy in, replay, hand out clones."""
-        outs = self._replay_inference(slot, tensors)
-        slot.busy = True
-        slot.generation += 1
-        slot.ledger.inflight[id(slot)] = slot.fwd_seq
-        return outs
+        return list(map(self.ops.clone, slot.fwd.outputs))
 
     def track(self, slot: Slot) -> Token:
         return Token(self, slot)
@@ -614,7 +606,7 @@ class Runner:
         if slot.stale or not slot.used_params:
             plan: tuple | None = ((), (), False)
         else:
-            plan = bank.prepare(slot.used_params, slot.bwd_fresh is not None)
+            plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
         graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
         if slot.stale or plan is None or not slot.ledger.may_replay(seq):
             in_grads = self._backward_eagerly(slot)

@@ -123,10 +123,6 @@ class PaddleOps:
         return params, lambda args, kwargs: layer(*args, **kwargs)
 
     @staticmethod
-    def same_layout(a: paddle.Tensor, b: paddle.Tensor) -> bool:
-        return a.shape == b.shape and a.dtype == b.dtype and a.place == b.place
-
-    @staticmethod
     def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
         with paddle.no_grad():
             dst.detach().copy_(src.detach(), False)

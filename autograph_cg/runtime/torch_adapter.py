@@ -208,7 +208,7 @@ class TorchOps:
 
     @staticmethod
     def meta(t: torch.Tensor) -> tuple:
-        return (tuple(t.shape), t.dtype, t.device, t.requires_grad, t.stride())
+        return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
 
     @staticmethod
     def context() -> tuple:
@@ -274,10 +274,6 @@ class TorchOps:
             if id(p) in index
         }
         return leaves, lambda args, kwargs: torch.func.functional_call(layer, mapping, args, kwargs)
-
-    @staticmethod
-    def same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
-        return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
 
     @staticmethod
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
@@ -412,7 +408,9 @@ class TorchOps:
 
     @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: torch.Tensor, tensors: list) -> tuple:
-        return _GraphedCall.apply(runner, slot, anchor, *tensors)
+        if _functorch_active() or any(map(_functorch_wrapped, tensors)):
+            return _GraphedCall.apply(runner, slot, anchor, *tensors)
+        return _APPLY(runner, slot, anchor, *tensors)
 
 
 def _copy_detached(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -438,6 +436,13 @@ def _on_stream(stream: torch.cuda.Stream, device: torch.device) -> Iterator[None
         current.wait_stream(stream)
 
 
+def _backward(ctx: Any, *grads: torch.Tensor) -> tuple:
+    return (None, None, None, *replay_backward(ctx, grads))
+
+
+_backward_once = once_differentiable(_backward)
+
+
 class _GraphedCall(torch.autograd.Function):
     """The autograd boundary of one replayed call: forward replays, backward replays the backward graph."""
 
@@ -446,9 +451,22 @@ class _GraphedCall(torch.autograd.Function):
         return replay_forward(ctx, runner, slot, tensors)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple:
-        return (None, None, None, *replay_backward(ctx, grads))
+        # The replayed backward is not differentiable. Grad mode is on only under
+        # backward(create_graph=True); once_differentiable then makes a second-order use fail
+        # clearly, at a cost the usual backward does not pay.
+        if torch.is_grad_enabled():
+            return _backward_once(ctx, *grads)
+        return _backward(ctx, *grads)
+
+
+# Function.apply's Python layer binds default arguments for setup_context (which this function has
+# not) and unwraps tensors left over from finished functorch transforms. Outside functorch
+# transforms and without such tensors, the base class's apply is the same call, a few
+# microseconds sooner.
+_APPLY = super(torch.autograd.Function, _GraphedCall).apply
+_functorch_active = torch._C._are_functorch_transforms_active
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):

@@ -71,6 +71,8 @@ def fit(points: list[tuple[float, float]]) -> dict[str, float]:
 
 
 def measure(torch: Any, bench: Any, family: str, k: int, layers: int, train: bool) -> dict[str, float]:
+    from runtime_gpu import step_of
+
     from autograph_cg.runtime import CUDAGraphedLayer
 
     torch.manual_seed(0)
@@ -79,20 +81,7 @@ def measure(torch: Any, bench: Any, family: str, k: int, layers: int, train: boo
     wrapped = wrapped.cuda().train(train)
     x = torch.randn(BATCH, SEQ, D, device="cuda", requires_grad=train)
 
-    def stepper(model: Any) -> Callable[[], None]:
-        if not train:
-            def infer() -> None:
-                with torch.no_grad():
-                    model(x)
-            return infer
-
-        def step() -> None:
-            model.zero_grad(set_to_none=True)
-            model(x).pow(2).mean().backward()
-
-        return step
-
-    steps = {"eager": stepper(eager), "wrapped": stepper(wrapped)}
+    steps = {"eager": step_of(torch, eager, x, train), "wrapped": step_of(torch, wrapped, x, train)}
     times = bench.interleaved_ms(steps)
     launches = launches_per_call(torch, steps["eager"], 5) / layers
     fallbacks = [(layer.stats["name"], layer.stats["disabled_reason"]) for layer in wrapped if layer.stats["disabled_reason"]]

@@ -227,6 +227,21 @@ class Bench:
         return busy_ns / self.iters / 1e6
 
 
+def step_of(torch: Any, model: Any, x: Any, train: bool) -> Callable[[], None]:
+    """A training step (zero_grad, forward, mean-square loss, backward) or an inference forward."""
+    if not train:
+        def infer() -> None:
+            with torch.no_grad():
+                model(x)
+        return infer
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        model(x).float().pow(2).mean().backward()
+
+    return step
+
+
 def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dict[str, Callable[[bool], Any]]:
     """Each returns a zero-argument step for training (True) or inference (False), on a fresh model."""
     from autograph_cg.runtime import CUDAGraphedLayer
@@ -240,18 +255,7 @@ def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dic
         return torch.randn(*shape, device="cuda", requires_grad=requires_grad)
 
     def stepper(model: Any, train: bool) -> Callable[[], None]:
-        x = x_for(train)
-        if not train:
-            def infer() -> None:
-                with torch.no_grad():
-                    model(x)
-            return infer
-
-        def step() -> None:
-            model.zero_grad(set_to_none=True)
-            model(x).float().pow(2).mean().backward()
-
-        return step
+        return step_of(torch, model, x_for(train), train)
 
     def eager(train: bool) -> Any:
         model = fresh(train)

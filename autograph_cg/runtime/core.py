@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
-from . import settings
+from . import chains, settings
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
 from .pools import PoolLedger, ledger_for
@@ -98,6 +98,7 @@ class Ops(Protocol):
     def grad_of(self, p: Any) -> Any: ...
     def set_grads(self, params: list, grads: list) -> None: ...
     def is_same(self, a: Any, b: Any) -> bool: ...
+    def equal(self, a: Any, b: Any) -> bool: ...  # same values (syncs the host: never in a capture)
     def held_elsewhere(self, flats: list, views: list, idx: Sequence[int]) -> bool: ...
     def foreach_add_(self, dsts: list, srcs: list) -> None: ...
     def foreach_zero_(self, ts: list) -> None: ...
@@ -112,6 +113,8 @@ class Ops(Protocol):
     def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
     def capture_stream(self, backend: str, device: Any) -> ContextManager: ...
     def anchor(self, device: Any) -> Any: ...
+    def chain_layer(self, layers: list, forward: Callable[[list, tuple, dict], tuple]) -> Any: ...
+    def grad_hooks(self, t: Any) -> bool: ...  # a hook or retain_grad on the tensor
     def apply(self, runner: "Runner", slot: "Slot", anchor: Any, tensors: list) -> list: ...
 
 
@@ -129,6 +132,7 @@ class Slot:
     used_inputs: tuple = ()
     used_params: tuple = ()
     grad_outputs: list = field(default_factory=list)
+    zeroed: list = field(default_factory=list)  # per grad_outputs buffer: all zeros (nothing else writes them)
     params: list = field(default_factory=list)  # autograd leaves standing for the parameters
     targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
     listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
@@ -191,9 +195,11 @@ def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
     return in_grads + [None] * ctx.routed
 
 
-def _rebuild_runner(ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str) -> "Runner":
+def _rebuild_runner(
+    ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str, fuse: bool
+) -> "Runner":
     adapter = importlib.import_module(f"{__package__}.{ops_name}_adapter")
-    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name)
+    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name, fuse=fuse)
 
 
 def _first_line(err: BaseException) -> str:
@@ -220,6 +226,7 @@ class Runner:
         max_graphs: int,
         backend: str,
         name: str,
+        fuse: bool = True,
     ) -> None:
         if num_warmup_steps < 0:
             raise ValueError("num_warmup_steps must be >= 0")
@@ -239,11 +246,24 @@ class Runner:
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
         self._anchor: Any = None
+        # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
+        # which call followed each entry's replays, the fused runs it heads, how often each broke.
+        self.fuse = fuse
+        self.mutates_buffers = False  # seen at capture: a speculative run would change them twice
+        self.edges: dict[Entry, chains.Edge] = {}
+        self.chains: dict[Entry, chains.Chain] = {}
+        self.chain_breaks: dict[Entry, int] = {}
+        self.no_fuse: set[Entry] = set()
 
     def __reduce__(self) -> tuple:
         # Copies and pickles carry the settings and the layer, never graphs: a copy captures anew.
-        args = (self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name)
+        args = (
+            self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name, self.fuse
+        )
         return (_rebuild_runner, args)
+
+    def training(self) -> Any:
+        return getattr(self.layer, "training", False)
 
     # ---------------------------------------------------------------- calls
     def __call__(self, args: tuple, kwargs: dict) -> Any:
@@ -259,46 +279,83 @@ class Runner:
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
             return self._run_eagerly(args, kwargs)
+        track = chains.TRACK
+        if track.pending is not None:  # the outputs of a fused run wait for their layers
+            out = track.pending.take(self, args, kwargs)
+            if out is not chains.MISS:
+                return out
         try:
             tensors, spec = ops.tree.flatten_call(args, kwargs)
         except UnsupportedArgument as err:
+            track.last = None
             return self._eager(args, kwargs, "unsupported argument", str(err))
         trainable = self._check_parameters()
         context = ops.context()
         needs_grad = context[0] and (trainable or any(map(ops.requires_grad, tensors)))
-        key = GraphKey(
-            bool(getattr(self.layer, "training", False)),
-            needs_grad,
-            context,
-            spec,
-            tuple(map(ops.meta, tensors)),
-        )
+        key = GraphKey(self.training(), needs_grad, context, spec, tuple(map(ops.meta, tensors)))
         entry = self.entries.get(key)
         if entry is None:
             entry = self._new_entry(key)
         if entry.warm < self.num_warmup_steps:
             entry.warm += 1
+            track.last = None
             return self._warmup(args, kwargs, tensors)
         if entry.placement is None:
             entry.placement = self._placement(tensors)
         backend, device, why = entry.placement
         if why:
+            track.last = None
             return self._eager(args, kwargs, why)
+        mapping = None
+        if self.fuse:
+            mapping = chains.link(track.last, tensors)
+            chain = self._chain(entry, mapping)
+            if chain is not None:
+                return chain.run(args, kwargs, tensors)
+        graphs = self.graph_count
         slot = self._acquire(entry, tensors, spec, backend, device)
         if slot is None:
+            track.last = None
             return self._run_eagerly(args, kwargs)
         if slot.bwd is None:
             outs = self._replay_inference(slot, tensors)
         else:
             if self._anchor is None:
                 self._anchor = ops.anchor(device)
+            applied = tensors
             if slot.targets and (slot.listened or ops.distributed()):
                 # The parameters become inputs that receive no gradient: after the backward replay
                 # has stored their grads, their accumulation nodes run, and with them the hooks
                 # there (DDP's reducer), which read the grads. Only then: a node per parameter costs.
-                tensors = tensors + slot.targets
-            outs = ops.apply(self, slot, self._anchor, tensors)
-        return unflatten(slot.out_spec, list(outs))
+                applied = tensors + slot.targets
+            outs = list(ops.apply(self, slot, self._anchor, applied))
+        if self.fuse and graphs == self.graph_count:  # a replay, not a capture: learn who follows
+            chains.note(self, entry, tensors, outs, mapping)
+        else:
+            track.last = None
+        return unflatten(slot.out_spec, outs)
+
+    def _chain(self, entry: Entry, mapping: tuple | None) -> chains.Chain | None:
+        """The fused run this call heads, formed when the run has been stable long enough. A call
+        that follows a layer it could fuse with is no head: that layer's run will include it."""
+        chain = self.chains.get(entry)
+        if chain is not None:
+            if chain.runner.stats.disabled_reason is None:
+                return chain
+            del self.chains[entry]  # the run cannot be captured as one: its layers graph alone
+            self.no_fuse.add(entry)
+            return None
+        last = chains.TRACK.last
+        if not chains.fusable(self, entry) or (mapping is not None and chains.fusable(last.runner, last.entry)):
+            return None
+        members = chains.members_from(self, entry)
+        if len(members) < 2:
+            return None
+        chain = self.chains[entry] = chains.Chain(self, members)
+        for member in members:  # their own graphs give way to the run's (memory); a broken run recaptures
+            member.runner._drop_entry(member.entry)
+        settings.debug("%s fuses %s", self.stats.name, chain.runner.stats.name)
+        return chain
 
     def _eager(self, args: tuple, kwargs: dict, reason: str, detail: str = "") -> Any:
         self.stats.eager_calls += 1
@@ -380,12 +437,19 @@ class Runner:
 
     def _drop_graphs(self) -> None:
         for entry in self.entries.values():
-            for slot in entry.slots:
-                slot.stale = True
-                slot.ledger.inflight.pop(id(slot), None)
-            entry.slots.clear()
-        self.graph_count = 0
+            self._drop_entry(entry)
+        self.chains.clear()
         self._bank = None
+
+    def _drop_entry(self, entry: Entry) -> None:
+        """Drop one key's graphs; calls in flight finish their backward eagerly."""
+        for slot in entry.slots:
+            slot.stale = True
+            slot.ledger.inflight.pop(id(slot), None)
+        self.graph_count -= len(entry.slots)
+        entry.slots.clear()
+        if not self.graph_count:
+            self._bank = None
 
     # -------------------------------------------------------------- capture
     def _acquire(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
@@ -423,6 +487,7 @@ class Runner:
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
             with ops.capture_context(), ops.layer_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)
+                self.mutates_buffers = not all(ops.equal(b, saved) for b, saved in state[2])
                 out_spec = last_spec[0]
                 with ops.capture_stream(backend, device):
                     fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
@@ -438,6 +503,7 @@ class Runner:
                         slot.targets = [params[j] for j in slot.used_params]
                         slot.listened = ops.listened(slot.targets)
                         slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+                        slot.zeroed = [True] * len(slot.grad_outputs)
                         slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                         slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
                         ledger.adopt(slot.bwd)
@@ -596,12 +662,15 @@ class Runner:
                 f"{self.stats.name}: backward through a graphed call whose buffers were reused; "
                 "a second backward (retain_graph) must come before the layer runs again"
             )
-        for static, i in zip(slot.grad_outputs, slot.diff_outputs):
+        zeroed = slot.zeroed
+        for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
             g = grads[i]
-            if g is None:
-                ops.zero_(static)
-            else:
+            if g is not None:
                 ops.copy_(static, g)
+                zeroed[k] = False
+            elif not zeroed[k]:  # an output nobody differentiated (an intermediate one of a fused run)
+                ops.zero_(static)
+                zeroed[k] = True
         bank = self._bank
         if slot.stale or not slot.used_params:
             plan: tuple | None = ((), (), False)

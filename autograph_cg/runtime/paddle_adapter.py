@@ -13,6 +13,7 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
+from .chains import ChainLayer
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .parallel import paddle_reason
@@ -178,6 +179,10 @@ class PaddleOps:
         return a is not None and a.data_ptr() == b.data_ptr() and a.shape == b.shape
 
     @staticmethod
+    def equal(a: paddle.Tensor, b: paddle.Tensor) -> bool:
+        return bool(paddle.equal_all(a, b))
+
+    @staticmethod
     def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:
         return False  # Paddle exposes no storage use count; see docs/runtime.md
 
@@ -263,9 +268,23 @@ class PaddleOps:
         return anchor
 
     @staticmethod
+    def chain_layer(layers: list, forward: Any) -> paddle.nn.Layer:
+        return _Chain(layers, forward)
+
+    @staticmethod
+    def grad_hooks(t: paddle.Tensor) -> bool:
+        return False  # Paddle does not expose a tensor's hooks (docs/runtime.md)
+
+    @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: paddle.Tensor, tensors: list) -> tuple:
         outs = _GraphedCall.apply(runner, slot, anchor, *tensors)
         return tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+
+
+class _Chain(ChainLayer, paddle.nn.Layer):
+    """The layers of a fused run as a ``paddle.nn.Layer``."""
+
+    _list = paddle.nn.LayerList
 
 
 class _GraphedCall(PyLayer):

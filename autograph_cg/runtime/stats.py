@@ -29,6 +29,7 @@ class LayerStats:
     eager_calls: int = 0
     eager_backwards: int = 0
     nested_calls: int = 0  # calls while an outer wrapped layer captured: part of the outer graph
+    fused_calls: int = 0  # calls served by a fused run of wrapped layers (its own line counts the replays)
     disabled_reason: str | None = None
     fallbacks: Counter = field(default_factory=Counter)
     uid: int = field(default_factory=lambda: next(_ids))
@@ -71,6 +72,7 @@ class LayerStats:
             "eager_calls": self.eager_calls,
             "eager_backwards": self.eager_backwards,
             "nested_calls": self.nested_calls,
+            "fused_calls": self.fused_calls,
             "disabled_reason": self.disabled_reason,
             "fallbacks": dict(self.fallbacks),
         }
@@ -84,7 +86,7 @@ def layer_stats() -> list[dict[str, Any]]:
 def report(file: IO[str] | None = None) -> str:
     """Print one line per wrapped layer (and one per fallback reason) and return the text."""
     rows = layer_stats()
-    head = ("layer", "state", "captures", "fwd replays", "bwd replays", "warmup", "eager", "capture ms")
+    head = ("layer", "state", "captures", "fwd replays", "bwd replays", "fused", "warmup", "eager", "capture ms")
     table = [head] + [
         (
             r["name"],
@@ -92,6 +94,7 @@ def report(file: IO[str] | None = None) -> str:
             str(r["captures"]),
             str(r["forward_replays"]),
             str(r["backward_replays"]),
+            str(r["fused_calls"]),
             str(r["warmup_calls"]),
             str(r["eager_calls"]),
             f"{r['capture_ms']:.1f}",

@@ -16,6 +16,7 @@ import torch._functorch.config
 from torch.autograd.function import once_differentiable
 from torch.utils import _pytree
 
+from .chains import ChainLayer
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .parallel import torch_reason
@@ -205,6 +206,7 @@ class TorchOps:
     zeros_like = staticmethod(torch.zeros_like)
     grad_of = staticmethod(operator.attrgetter("grad"))
     is_same = staticmethod(operator.is_)
+    equal = staticmethod(torch.equal)
 
     @staticmethod
     def meta(t: torch.Tensor) -> tuple:
@@ -407,10 +409,24 @@ class TorchOps:
         return torch.empty(0, device=device, requires_grad=True)
 
     @staticmethod
+    def chain_layer(layers: list, forward: Any) -> torch.nn.Module:
+        return _Chain(layers, forward)
+
+    @staticmethod
+    def grad_hooks(t: torch.Tensor) -> bool:
+        return bool(t._backward_hooks) or t.retains_grad
+
+    @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: torch.Tensor, tensors: list) -> tuple:
         if _functorch_active() or any(map(_functorch_wrapped, tensors)):
             return _GraphedCall.apply(runner, slot, anchor, *tensors)
         return _APPLY(runner, slot, anchor, *tensors)
+
+
+class _Chain(ChainLayer, torch.nn.Module):
+    """The layers of a fused run as a ``torch.nn.Module``."""
+
+    _list = torch.nn.ModuleList
 
 
 def _copy_detached(dst: torch.Tensor, src: torch.Tensor) -> None:

@@ -196,7 +196,8 @@ class TorchOps:
     )
     requires_grad = staticmethod(operator.attrgetter("requires_grad"))
     data_ptr = staticmethod(torch.Tensor.data_ptr)
-    version = staticmethod(lambda t: t._version)
+    # Inference tensors (made under torch.inference_mode) keep no version counter.
+    version = staticmethod(lambda t: -1 if t.is_inference() else t._version)
     device = staticmethod(lambda t: t.device)
     # The hot-path copies run where autograd records nothing: inside the autograd function (grad
     # off), in backward, or on tensors that need no grad (see docs/runtime.md).

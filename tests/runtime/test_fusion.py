@@ -105,6 +105,25 @@ def test_inference_fuses(fw):
     assert run.stats.forward_replays >= 3 and run.stats.backward_replays == 0
 
 
+def test_inference_mode_tensors(torch_fw):
+    """Tensors made under torch.inference_mode keep no version counter: warmup and runs do without."""
+    fw = torch_fw
+    blocks, refs = stack(fw)
+    for m in blocks + refs:
+        m.eval()
+    with fw.torch.inference_mode():
+        for n in range(7):
+            x = randn(B, D)
+            outs = []
+            for models in (blocks, refs):
+                h = fw.tensor(x)
+                for model in models:
+                    h = model(h)
+                outs.append(fw.numpy(h))
+            assert_all_close(outs[:1], outs[1:], fw.atol, f"call {n}")
+    assert chain_runners(blocks) and blocks[N - 1].stats["fused_calls"] >= 3
+
+
 @pytest.mark.parametrize("change", ["modified in place", "other tensor", "skipped block", "other order"])
 def test_a_run_that_stops_following_ends_with_eager_numbers(fw, change):
     blocks, refs = stack(fw)

@@ -4,11 +4,14 @@ Synthetic layers with k kernels in forward, k = 1, 2, 4, ..., 64, in two familie
 elementwise ops (``tanh``) and a chain of k small ``Linear(256, 256)`` layers, on a batch of 8x128
 tokens (d=256). ``--layers`` such layers run in a row, eager and with one ``CUDAGraphedLayer`` per
 layer, timed in alternation, for training (zero_grad, forward, loss, backward) and inference
-(forward under no_grad in eval mode). Per k it prints eager and wrapped microseconds per layer, the
-time saved, and the kernel launches per layer counted in a profiler trace of the eager step
-(forward only for inference; forward and backward for training). Per family and mode, and over both
-families, a least-squares fit of saved = a * launches - c gives the saving per kernel launch (a) and
-the wrapper's fixed cost per call (c): a wrapper pays when a * launches > c.
+(forward under no_grad in eval mode). Wrapped two ways: "alone" (``fuse=False``: each layer replays
+its own graphs, the cost of a wrapper between unwrapped code) and "in a run" (the default: the
+layers, always called back to back, replay as one fused run). Per k it prints microseconds per layer
+eager and wrapped, the time saved, and the kernel launches per layer counted in a profiler trace of
+the eager step (forward only for inference; forward and backward for training). Per family, mode
+and wrapping, and over both families, a least-squares fit of saved = a * launches - c gives the
+saving per kernel launch (a) and the wrapper's fixed cost per call (c): a wrapper pays when
+a * launches > c.
 
     python bench/plan_cost_gpu.py [--iters 20] [--layers 16] [--json costs.json]
 """
@@ -70,31 +73,34 @@ def fit(points: list[tuple[float, float]]) -> dict[str, float]:
     return {"us_per_launch": a, "us_per_call": c, "break_even_launches": c / a if a > 0 else float("inf"), "rms_us": residual}
 
 
+WRAPPINGS = {"alone": False, "in a run": True}  # how each layer is wrapped -> fuse
+
+
 def measure(torch: Any, bench: Any, family: str, k: int, layers: int, train: bool) -> dict[str, float]:
     from runtime_gpu import step_of
 
     from autograph_cg.runtime import CUDAGraphedLayer
 
     torch.manual_seed(0)
-    eager = torch.nn.Sequential(*[build_layer(torch, family, k) for _ in range(layers)]).cuda().train(train)
-    wrapped = torch.nn.Sequential(*[CUDAGraphedLayer(build_layer(torch, family, k)) for _ in range(layers)])
-    wrapped = wrapped.cuda().train(train)
     x = torch.randn(BATCH, SEQ, D, device="cuda", requires_grad=train)
-
-    steps = {"eager": step_of(torch, eager, x, train), "wrapped": step_of(torch, wrapped, x, train)}
+    models = {"eager": torch.nn.Sequential(*[build_layer(torch, family, k) for _ in range(layers)])}
+    for name, fuse in WRAPPINGS.items():
+        layers_ = [CUDAGraphedLayer(build_layer(torch, family, k), fuse=fuse) for _ in range(layers)]
+        models[name] = torch.nn.Sequential(*layers_)
+    steps = {name: step_of(torch, model.cuda().train(train), x, train) for name, model in models.items()}
     times = bench.interleaved_ms(steps)
     launches = launches_per_call(torch, steps["eager"], 5) / layers
-    fallbacks = [(layer.stats["name"], layer.stats["disabled_reason"]) for layer in wrapped if layer.stats["disabled_reason"]]
-    if fallbacks or any(layer.stats["eager_calls"] or layer.stats["eager_backwards"] for layer in wrapped):
-        raise SystemExit(f"plan_cost_gpu: a wrapped layer ran eagerly ({family}, k={k}): {fallbacks}")
-    eager_us, wrapped_us = (times[name] * 1e3 / layers for name in ("eager", "wrapped"))
-    return {
-        "k": k,
-        "launches_per_layer": launches,
-        "eager_us_per_layer": eager_us,
-        "wrapped_us_per_layer": wrapped_us,
-        "saved_us_per_layer": eager_us - wrapped_us,
-    }
+    for name in WRAPPINGS:
+        for layer in models[name]:
+            stats = layer.stats
+            if stats["disabled_reason"] or stats["eager_calls"] or stats["eager_backwards"] or stats["fallbacks"]:
+                raise SystemExit(f"plan_cost_gpu: a wrapped layer ran eagerly ({family}, k={k}, {name}): {stats}")
+    per_layer = {name: ms * 1e3 / layers for name, ms in times.items()}
+    row = {"k": k, "launches_per_layer": launches, "eager_us_per_layer": per_layer["eager"]}
+    for name in WRAPPINGS:
+        row[f"{name}: wrapped_us_per_layer"] = per_layer[name]
+        row[f"{name}: saved_us_per_layer"] = per_layer["eager"] - per_layer[name]
+    return row
 
 
 def report(results: dict[str, list[dict[str, float]]]) -> tuple[str, dict[str, dict[str, float]]]:
@@ -103,23 +109,30 @@ def report(results: dict[str, list[dict[str, float]]]) -> tuple[str, dict[str, d
         for family in ("elementwise", "linear"):
             rows = results[f"{family}|{mode}"]
             lines.append(f"\n### {family}, {'training' if mode == 'train' else 'inference'}\n")
-            lines.append("| k | launches per layer | eager us per layer | wrapped us per layer | saved us per layer |")
-            lines.append("| ---: | ---: | ---: | ---: | ---: |")
+            lines.append(
+                "| k | launches per layer | eager us per layer | wrapped alone us | saved alone us "
+                "| wrapped in a run us | saved in a run us |"
+            )
+            lines.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
             for row in rows:
-                lines.append(
-                    f"| {row['k']} | {row['launches_per_layer']:.1f} | {row['eager_us_per_layer']:.1f} "
-                    f"| {row['wrapped_us_per_layer']:.1f} | {row['saved_us_per_layer']:.1f} |"
-                )
-            fits[f"{family}|{mode}"] = fit([(r["launches_per_layer"], r["saved_us_per_layer"]) for r in rows])
-        both = results[f"elementwise|{mode}"] + results[f"linear|{mode}"]
-        fits[f"both|{mode}"] = fit([(r["launches_per_layer"], r["saved_us_per_layer"]) for r in both])
+                cells = [f"{row['k']}", f"{row['launches_per_layer']:.1f}", f"{row['eager_us_per_layer']:.1f}"]
+                for name in WRAPPINGS:
+                    cells += [f"{row[f'{name}: wrapped_us_per_layer']:.1f}", f"{row[f'{name}: saved_us_per_layer']:.1f}"]
+                lines.append("| " + " | ".join(cells) + " |")
+        for family in ("elementwise", "linear", "both"):
+            rows = results[f"{family}|{mode}"] if family != "both" else (
+                results[f"elementwise|{mode}"] + results[f"linear|{mode}"]
+            )
+            for name in WRAPPINGS:
+                points = [(r["launches_per_layer"], r[f"{name}: saved_us_per_layer"]) for r in rows]
+                fits[f"{family}|{mode}|{name}"] = fit(points)
     lines.append("\n### Fit: saved = a * launches - c\n")
-    lines.append("| family | mode | a: us saved per launch | c: us per wrapped call | break-even launches | rms us |")
-    lines.append("| --- | --- | ---: | ---: | ---: | ---: |")
+    lines.append("| family | mode | wrapped | a: us saved per launch | c: us per wrapped call | break-even launches | rms us |")
+    lines.append("| --- | --- | --- | ---: | ---: | ---: | ---: |")
     for key, f in fits.items():
-        family, mode = key.split("|")
+        family, mode, name = key.split("|")
         lines.append(
-            f"| {family} | {mode} | {f['us_per_launch']:.2f} | {f['us_per_call']:.1f} "
+            f"| {family} | {mode} | {name} | {f['us_per_launch']:.2f} | {f['us_per_call']:.1f} "
             f"| {f['break_even_launches']:.1f} | {f['rms_us']:.1f} |"
         )
     return "\n".join(lines), fits

@@ -6,7 +6,8 @@ RMSNorm, rotary positions, causal attention through ``F.scaled_dot_product_atten
 MLP; d=256, 8 heads, batch 8, seq 128). For each it prints the time of a training step (zero_grad,
 forward, loss, backward) and of an inference forward for: eager; ``torch.cuda.make_graphed_callables``
 per layer and on the whole model; ``CUDAGraphedLayer`` per block and on the whole model; one raw CUDA
-graph of the whole step; ``torch.compile(mode="reduce-overhead")`` (with
+graph of the whole step; ``CUDAGraphedLayer`` per block with ``fuse=False`` (each block replays its
+own graphs: the per-call cost); ``torch.compile(mode="reduce-overhead")`` (with
 ``torch.compiler.cudagraph_mark_step_begin()`` each step); ``CUDAGraphedLayer`` over
 ``torch.compile(model)`` (Inductor without its own graphs); and the GPU-busy time of the eager step
 from the profiler (sum of device activity). Compilation happens in the untimed warmup calls
@@ -33,6 +34,7 @@ GOALS = {
     "whole model, inference: CUDAGraphedLayer / GPU busy": 1.15,
     "per block, training: CUDAGraphedLayer / make_graphed_callables": 0.7,
     "per block, training: CUDAGraphedLayer per block / whole model": 1.3,
+    "per block, training: CUDAGraphedLayer per block, fuse=False / make_graphed_callables": None,
     "training: CUDAGraphedLayer over torch.compile / reduce-overhead": 1.0,
     "inference: CUDAGraphedLayer over torch.compile / reduce-overhead": 1.0,
     "training: CUDAGraphedLayer whole model / reduce-overhead": None,  # reported beside the above
@@ -42,10 +44,11 @@ GOALS = {
 }
 
 MGC_LAYER, OURS_BLOCK, OURS_WHOLE = "make_graphed_callables per layer", "CUDAGraphedLayer per block", "CUDAGraphedLayer whole model"
+OURS_UNFUSED = "CUDAGraphedLayer per block, fuse=False"
 REDUCE, OURS_COMPILED = "torch.compile reduce-overhead", "CUDAGraphedLayer over torch.compile"
 # Timed in alternation, per mode: the variants the ratios of the goals compare.
 ALTERNATED = {
-    "train": (MGC_LAYER, OURS_BLOCK, OURS_WHOLE, REDUCE, OURS_COMPILED),
+    "train": (MGC_LAYER, OURS_BLOCK, OURS_UNFUSED, OURS_WHOLE, REDUCE, OURS_COMPILED),
     "infer": (OURS_WHOLE, REDUCE, OURS_COMPILED),
 }
 
@@ -296,6 +299,11 @@ def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dic
         wrapped = torch.nn.Sequential(*[CUDAGraphedLayer(block) for block in model])
         return wrapped, stepper(wrapped, train)
 
+    def ours_unfused(train: bool) -> Any:
+        model = fresh(train)
+        wrapped = torch.nn.Sequential(*[CUDAGraphedLayer(block, fuse=False) for block in model])
+        return wrapped, stepper(wrapped, train)
+
     def ours_whole(train: bool) -> Any:
         model = fresh(train)
         wrapped = CUDAGraphedLayer(model)
@@ -326,6 +334,7 @@ def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dic
         MGC_LAYER: mgc_per_layer,
         "make_graphed_callables whole model": mgc_whole,
         OURS_BLOCK: ours_per_block,
+        OURS_UNFUSED: ours_unfused,
         OURS_WHOLE: ours_whole,
         "raw whole-step CUDA graph": raw_graph,
         REDUCE: reduce_overhead,
@@ -334,7 +343,7 @@ def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dic
 
 
 def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int, ...]) -> dict[str, Any]:
-    from autograph_cg.runtime import layer_stats
+    from autograph_cg.runtime.stats import _registry as wrapped_layers  # by uid: names of freed layers recur
 
     clear_blas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     out: dict[str, Any] = {}
@@ -348,7 +357,7 @@ def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int,
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-            seen = {s["name"] for s in layer_stats()}
+            seen = set(wrapped_layers.keys())
             keep, step = build(train)
             ms, peak_mb, steady_mb, warmup_s = bench.time_ms(step, base)
             out[f"{name}|{mode}|ms"] = ms
@@ -357,7 +366,7 @@ def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int,
             out[f"{name}|{mode}|warmup_s"] = warmup_s
             if name == "eager":
                 out[f"GPU busy (profiler)|{mode}|ms"] = bench.busy_ms(step)
-            new = [s for s in layer_stats() if s["name"] not in seen]
+            new = [wrapped_layers[uid].as_dict() for uid in sorted(set(wrapped_layers.keys()) - seen)]
             if new:
                 out[f"{name}|{mode}|runtime"] = {
                     "captures": sum(s["captures"] for s in new),
@@ -383,6 +392,7 @@ ROWS = [
     MGC_LAYER,
     "make_graphed_callables whole model",
     OURS_BLOCK,
+    OURS_UNFUSED,
     OURS_WHOLE,
     "raw whole-step CUDA graph",
     REDUCE,
@@ -398,15 +408,17 @@ def ratios(r: dict[str, Any]) -> dict[str, float]:
         "whole model, inference: CUDAGraphedLayer / GPU busy": r[f"{OURS_WHOLE}|infer|ms"] / r["GPU busy (profiler)|infer|ms"],
         "per block, training: CUDAGraphedLayer / make_graphed_callables": alt(OURS_BLOCK, "train") / alt(MGC_LAYER, "train"),
         "per block, training: CUDAGraphedLayer per block / whole model": alt(OURS_BLOCK, "train") / alt(OURS_WHOLE, "train"),
+        "per block, training: CUDAGraphedLayer per block, fuse=False / make_graphed_callables": alt(OURS_UNFUSED, "train")
+        / alt(MGC_LAYER, "train"),
         "training: CUDAGraphedLayer over torch.compile / reduce-overhead": alt(OURS_COMPILED, "train") / alt(REDUCE, "train"),
         "inference: CUDAGraphedLayer over torch.compile / reduce-overhead": alt(OURS_COMPILED, "infer") / alt(REDUCE, "infer"),
         "training: CUDAGraphedLayer whole model / reduce-overhead": alt(OURS_WHOLE, "train") / alt(REDUCE, "train"),
         "inference: CUDAGraphedLayer whole model / reduce-overhead": alt(OURS_WHOLE, "infer") / alt(REDUCE, "infer"),
         "peak memory, training: CUDAGraphedLayer (worst) / eager": max(
-            r[f"{OURS_BLOCK}|train|peak_mb"], r[f"{OURS_WHOLE}|train|peak_mb"]
+            r[f"{n}|train|peak_mb"] for n in (OURS_BLOCK, OURS_UNFUSED, OURS_WHOLE)
         ) / r["eager|train|peak_mb"],
         "peak memory once warm, training: CUDAGraphedLayer (worst) / eager": max(
-            r[f"{OURS_BLOCK}|train|steady_mb"], r[f"{OURS_WHOLE}|train|steady_mb"]
+            r[f"{n}|train|steady_mb"] for n in (OURS_BLOCK, OURS_UNFUSED, OURS_WHOLE)
         ) / r["eager|train|steady_mb"],
     }
 

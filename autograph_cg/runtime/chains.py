@@ -197,7 +197,7 @@ class Chain:
             member.runner.edges.pop(member.entry, None)
         if breaks >= MAX_BREAKS:
             head.runner.no_fuse.add(head.entry)
-        head.runner.stats.fallback("fused run ended early", why)
+        head.runner.stats.run_ended(why)
 
 
 class Pending:

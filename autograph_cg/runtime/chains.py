@@ -104,7 +104,7 @@ def fusable(runner: "Runner", entry: "Entry") -> bool:
     return (
         runner.fuse
         and not runner.stats.disabled_reason
-        and not runner.mutates_buffers
+        and not entry.mutates_buffers
         and bool(entry.slots)
         and entry not in runner.no_fuse
     )
@@ -203,13 +203,16 @@ class Chain:
 class Pending:
     """The outputs of a fused run that the layers after the head hand out, in order."""
 
-    __slots__ = ("chain", "outs", "flats", "versions", "head_args", "head_versions", "context", "pos")
+    __slots__ = ("chain", "outs", "flats", "versions", "head_args", "head_versions", "params", "context", "pos")
 
     def __init__(self, chain: Chain, outs: tuple, flats: list, head_args: list, context: tuple) -> None:
         ops = chain.runner.ops
         self.chain, self.outs, self.flats, self.head_args, self.context = chain, outs, flats, head_args, context
         self.versions = [list(map(ops.version, flat)) for flat in flats]
         self.head_versions = list(map(ops.version, head_args))
+        # The members' parameters as the replay used them: an optimizer step or a loaded checkpoint
+        # before a member's call makes its ready output stale.
+        self.params = [list(map(ops.version, m.runner._params or ())) for m in chain.members]
         self.pos = 1
 
     def take(self, runner: "Runner", args: tuple, kwargs: dict) -> Any:
@@ -248,4 +251,6 @@ class Pending:
                 return "a hook on a tensor argument"
         if ops.context() != self.context or runner.training() != member.entry.key.training:
             return "grad mode, autocast or training mode changed"
+        if list(map(ops.version, runner._params or ())) != self.params[self.pos]:
+            return "its parameters changed"
         return ""

@@ -153,6 +153,7 @@ class Entry:
     warm: int = 0
     slots: list = field(default_factory=list)
     placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
+    mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
 
 
 class Token:
@@ -249,7 +250,6 @@ class Runner:
         # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
         # which call followed each entry's replays, the fused runs it heads, how often each broke.
         self.fuse = fuse
-        self.mutates_buffers = False  # seen at capture: a speculative run would change them twice
         self.edges: dict[Entry, chains.Edge] = {}
         self.chains: dict[Entry, chains.Chain] = {}
         self.chain_breaks: dict[Entry, int] = {}
@@ -275,6 +275,7 @@ class Runner:
             return self.layer(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
+            chains.TRACK.pending = None
             return self._eager(args, kwargs, f"disabled by {reason}")
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
@@ -487,7 +488,8 @@ class Runner:
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
             with ops.capture_context(), ops.layer_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)
-                self.mutates_buffers = not all(ops.equal(b, saved) for b, saved in state[2])
+                # A fused run that ends early would have changed such a layer's buffers twice.
+                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])
                 out_spec = last_spec[0]
                 with ops.capture_stream(backend, device):
                     fwd = ops.new_graph(backend, device, ledger.pool_for_capture())

@@ -208,11 +208,11 @@ class Pending:
     def __init__(self, chain: Chain, outs: tuple, flats: list, head_args: list, context: tuple) -> None:
         ops = chain.runner.ops
         self.chain, self.outs, self.flats, self.head_args, self.context = chain, outs, flats, head_args, context
-        self.versions = [list(map(ops.version, flat)) for flat in flats]
-        self.head_versions = list(map(ops.version, head_args))
+        self.versions = list(map(ops.versions, flats))
+        self.head_versions = ops.versions(head_args)
         # The members' parameters as the replay used them: an optimizer step or a loaded checkpoint
         # before a member's call makes its ready output stale.
-        self.params = [list(map(ops.version, m.runner._params or ())) for m in chain.members]
+        self.params = [ops.versions(m.runner._params or ()) for m in chain.members]
         self.pos = 1
 
     def take(self, runner: "Runner", args: tuple, kwargs: dict) -> Any:
@@ -241,16 +241,18 @@ class Pending:
         if spec != member.entry.key.spec or len(tensors) != len(member.mapping):
             return "other arguments"
         prev, prev_versions = self.flats[self.pos - 1], self.versions[self.pos - 1]
+        versions = []
         for t, (source, i) in zip(tensors, member.mapping):
             want, version = (prev[i], prev_versions[i]) if source == OUT else (self.head_args[i], self.head_versions[i])
             if t is not want:
                 return "other tensor arguments"
-            if ops.version(t) != version:
-                return "a tensor argument was modified in place"
             if source == OUT and ops.grad_hooks(t):
                 return "a hook on a tensor argument"
+            versions.append(version)
+        if ops.versions(tensors) != versions:
+            return "a tensor argument was modified in place"
         if ops.context() != self.context or runner.training() != member.entry.key.training:
             return "grad mode, autocast or training mode changed"
-        if list(map(ops.version, runner._params or ())) != self.params[self.pos]:
+        if ops.versions(runner._params or ()) != self.params[self.pos]:
             return "its parameters changed"
         return ""

@@ -79,7 +79,7 @@ class Ops(Protocol):
     def capture_context(self) -> ContextManager: ...
     def layer_context(self) -> ContextManager: ...  # every run of the wrapped layer and its backward but replays
     def data_ptr(self, t: Any) -> int: ...
-    def version(self, t: Any) -> int: ...
+    def versions(self, ts: Sequence[Any]) -> list: ...  # version counters (in-place changes)
     def device(self, t: Any) -> Any: ...
     def input_reason(self, t: Any, backend: str) -> str | None: ...
     def make_static(self, t: Any, requires_grad: bool) -> Any: ...
@@ -377,11 +377,11 @@ class Runner:
 
     def _warmup(self, args: tuple, kwargs: dict, tensors: list) -> Any:
         ops = self.ops
-        versions = [ops.version(t) for t in tensors]
+        versions = ops.versions(tensors)
         self.stats.warmup_calls += 1
         out = self._run_eagerly(args, kwargs)
-        for i, (t, v) in enumerate(zip(tensors, versions)):
-            if ops.version(t) != v:
+        for i, (before, after) in enumerate(zip(versions, ops.versions(tensors))):
+            if before != after:
                 self.stats.disable(f"forward writes into its tensor argument {i} in place")
                 break
         return out

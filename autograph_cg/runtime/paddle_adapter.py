@@ -75,7 +75,7 @@ class PaddleOps:
     tree = Tree(lambda x: isinstance(x, paddle.Tensor), lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
     requires_grad = staticmethod(lambda t: not t.stop_gradient)
     data_ptr = staticmethod(paddle.Tensor.data_ptr)
-    version = staticmethod(lambda t: t.inplace_version)
+    versions = staticmethod(lambda ts: [t.inplace_version for t in ts])
     device = staticmethod(lambda t: t.place)
     zeros_like = staticmethod(paddle.zeros_like)
     grad_of = staticmethod(lambda p: p.grad)

@@ -23,6 +23,7 @@ from .parallel import torch_reason
 from .standin import StandInGraph
 from .tree import Tree
 
+_VERSION = operator.attrgetter("_version")
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
 # Host-syncing calls refused while a stand-in graph captures (a capturing CUDA stream refuses them).
 _SYNC_TARGETS = [
@@ -196,8 +197,13 @@ class TorchOps:
     )
     requires_grad = staticmethod(operator.attrgetter("requires_grad"))
     data_ptr = staticmethod(torch.Tensor.data_ptr)
-    # Inference tensors (made under torch.inference_mode) keep no version counter.
-    version = staticmethod(lambda t: -1 if t.is_inference() else t._version)
+
+    @staticmethod
+    def versions(ts: Sequence[torch.Tensor]) -> list:
+        try:
+            return list(map(_VERSION, ts))
+        except RuntimeError:  # inference tensors (made under torch.inference_mode) keep no version counter
+            return [-1 if t.is_inference() else t._version for t in ts]
     device = staticmethod(lambda t: t.device)
     # The hot-path copies run where autograd records nothing: inside the autograd function (grad
     # off), in backward, or on tensors that need no grad (see docs/runtime.md).

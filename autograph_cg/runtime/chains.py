@@ -27,6 +27,8 @@ MISS = object()
 
 
 class Member(NamedTuple):
+    """One layer of a run: its runner, its key's entry, and where its tensor arguments come from."""
+
     runner: "Runner"
     entry: "Entry"
     mapping: tuple  # per tensor argument: (OUT, index into the previous member's outputs) or (ARG, index)
@@ -42,6 +44,8 @@ class Call:
 
 
 class Edge:
+    """The call that followed a layer's replays with one key, and how many times in a row."""
+
     __slots__ = ("target", "count")
 
     def __init__(self, target: Member) -> None:

@@ -35,12 +35,24 @@ class Member(NamedTuple):
 
 
 class Call:
-    """A replayed call as the next call sees it: what it handed out and the run's arguments (weakly)."""
+    """A replayed call as the next call sees it, all weakly (a layer deleted afterwards, and its
+    graphs, must not live on here): the layer and key, what it handed out, the run's arguments."""
 
     __slots__ = ("runner", "entry", "outs", "run_args")
 
     def __init__(self, runner: "Runner", entry: "Entry", outs: list, run_args: list) -> None:
-        self.runner, self.entry, self.outs, self.run_args = runner, entry, outs, run_args
+        self.runner, self.entry = weakref.ref(runner), weakref.ref(entry)
+        self.outs, self.run_args = [weakref.ref(t) for t in outs], run_args
+
+
+class Link(NamedTuple):
+    """How a call follows the previous one: that call's layer and key, and where each tensor
+    argument comes from."""
+
+    runner: "Runner"
+    entry: "Entry"
+    mapping: tuple
+    run_args: list
 
 
 class Edge:
@@ -60,10 +72,14 @@ class _Track(threading.local):
 TRACK = _Track()
 
 
-def link(last: Call | None, tensors: list) -> tuple | None:
-    """How ``tensors`` come from the previous call: a mapping, or None unless at least one is one
-    of its outputs and each of the others an output or an argument of the run."""
+def link(tensors: list) -> Link | None:
+    """How ``tensors`` come from the previous call of this thread, or None unless at least one is
+    one of its outputs and each of the others an output or an argument of the run."""
+    last = TRACK.last
     if last is None:
+        return None
+    runner, entry = last.runner(), last.entry()
+    if runner is None or entry is None:
         return None
     outs = [r() for r in last.outs]
     args = [r() for r in last.run_args]
@@ -78,7 +94,7 @@ def link(last: Call | None, tensors: list) -> tuple | None:
         if source is None:
             return None
         mapping.append((ARG, source))
-    return tuple(mapping) if chained else None
+    return Link(runner, entry, tuple(mapping), last.run_args) if chained else None
 
 
 def _index(items: list, t: Any) -> int | None:
@@ -88,20 +104,19 @@ def _index(items: list, t: Any) -> int | None:
     return None
 
 
-def note(runner: "Runner", entry: "Entry", tensors: list, outs: list, mapping: tuple | None) -> None:
+def note(runner: "Runner", entry: "Entry", tensors: list, outs: list, came: Link | None) -> None:
     """After a replayed call: learn the edge from the previous call and become the previous call."""
-    last = TRACK.last
-    if mapping is not None and last is not None:
-        target = Member(runner, entry, mapping)
-        edge = last.runner.edges.get(last.entry)
+    if came is not None:
+        target = Member(runner, entry, came.mapping)
+        edge = came.runner.edges.get(came.entry)
         if edge is not None and edge.target == target:
             edge.count += 1
         else:
-            last.runner.edges[last.entry] = Edge(target)
-        run_args = last.run_args
+            came.runner.edges[came.entry] = Edge(target)
+        run_args = came.run_args
     else:
         run_args = [weakref.ref(t) for t in tensors]
-    TRACK.last = Call(runner, entry, [weakref.ref(t) for t in outs], run_args)
+    TRACK.last = Call(runner, entry, outs, run_args)
 
 
 def fusable(runner: "Runner", entry: "Entry") -> bool:

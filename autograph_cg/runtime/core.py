@@ -307,10 +307,10 @@ class Runner:
         if why:
             track.last = None
             return self._eager(args, kwargs, why)
-        mapping = None
+        came = None
         if self.fuse:
-            mapping = chains.link(track.last, tensors)
-            chain = self._chain(entry, mapping)
+            came = chains.link(tensors)
+            chain = self._chain(entry, came)
             if chain is not None:
                 return chain.run(args, kwargs, tensors)
         graphs = self.graph_count
@@ -331,12 +331,12 @@ class Runner:
                 applied = tensors + slot.targets
             outs = list(ops.apply(self, slot, self._anchor, applied))
         if self.fuse and graphs == self.graph_count:  # a replay, not a capture: learn who follows
-            chains.note(self, entry, tensors, outs, mapping)
+            chains.note(self, entry, tensors, outs, came)
         else:
             track.last = None
         return unflatten(slot.out_spec, outs)
 
-    def _chain(self, entry: Entry, mapping: tuple | None) -> chains.Chain | None:
+    def _chain(self, entry: Entry, came: chains.Link | None) -> chains.Chain | None:
         """The fused run this call heads, formed when the run has been stable long enough. A call
         that follows a layer it could fuse with is no head: that layer's run will include it."""
         chain = self.chains.get(entry)
@@ -346,8 +346,7 @@ class Runner:
             del self.chains[entry]  # the run cannot be captured as one: its layers graph alone
             self.no_fuse.add(entry)
             return None
-        last = chains.TRACK.last
-        if not chains.fusable(self, entry) or (mapping is not None and chains.fusable(last.runner, last.entry)):
+        if not chains.fusable(self, entry) or (came is not None and chains.fusable(came.runner, came.entry)):
             return None
         members = chains.members_from(self, entry)
         if len(members) < 2:

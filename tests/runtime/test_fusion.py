@@ -224,3 +224,22 @@ def test_fuse_false_keeps_each_layer_on_its_own(fw):
         x = randn(B, D)
         assert_all_close(step(fw, blocks, x), step(fw, refs, x), fw.atol, f"step {n}")
     assert not chain_runners(blocks) and all(b.stats["forward_replays"] == 6 for b in blocks)
+
+
+def test_what_follows_what_keeps_no_layer_alive(fw):
+    """The last replayed call is remembered for the next one, weakly: a layer deleted after its
+    calls goes with its graphs (and the memory pool they hold on a GPU)."""
+    import gc
+    import weakref
+
+    blocks, _ = stack(fw)
+    for n in range(7):
+        step(fw, blocks, randn(B, D))
+    alone = fw.wrap(fw.build("MLP", D), num_warmup_steps=0)
+    for n in range(3):  # captured, then replayed: the thread's last replayed call
+        step(fw, [alone], randn(B, D))
+    assert chains.TRACK.pending is None and chains.TRACK.last.runner() is alone._runner
+    runners = [weakref.ref(b._runner) for b in [*blocks, alone]]
+    del blocks, alone
+    gc.collect()
+    assert all(r() is None for r in runners)

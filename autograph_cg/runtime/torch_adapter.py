@@ -204,6 +204,7 @@ class TorchOps:
             return list(map(_VERSION, ts))
         except RuntimeError:  # inference tensors (made under torch.inference_mode) keep no version counter
             return [-1 if t.is_inference() else t._version for t in ts]
+
     device = staticmethod(lambda t: t.device)
     # The hot-path copies run where autograd records nothing: inside the autograd function (grad
     # off), in backward, or on tensors that need no grad (see docs/runtime.md).

@@ -16,7 +16,7 @@ before the model existed, with cuBLAS's cached workspaces dropped first so each 
 ones it allocates. The ratios of the goals compare variants timed in alternation, all alive at once:
 the steps are bound by the host, whose speed drifts within a run.
 
-    python bench/runtime_gpu.py [--iters 30] [--models mlp24 tfm8 dec8] [--json results.json]
+    python bench/runtime_gpu.py [--iters 30] [--models mlp24 tfm8 dec8] [--compile with|without|only] [--json out.json]
 """
 
 from __future__ import annotations
@@ -342,13 +342,25 @@ def variants(torch: Any, make: Callable[[], Any], shape: tuple[int, ...]) -> dic
     }
 
 
-def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int, ...]) -> dict[str, Any]:
+COMPILED = (REDUCE, OURS_COMPILED)
+SELECTIONS = {  # --compile: which variants run
+    "with": lambda name: True,
+    "without": lambda name: name not in COMPILED,
+    "only": lambda name: name in COMPILED or name in ("eager", OURS_WHOLE),
+}
+
+
+def measure(
+    torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int, ...], chosen: Callable[[str], bool]
+) -> dict[str, Any]:
     from autograph_cg.runtime.stats import _registry as wrapped_layers  # by uid: names of freed layers recur
 
     clear_blas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     out: dict[str, Any] = {}
     kept: dict[tuple[str, str], Callable[[], None]] = {}  # the variants timed in alternation afterwards
     for name, build in variants(torch, make, shape).items():
+        if not chosen(name):
+            continue
         for train in (True, False):
             mode = "train" if train else "infer"
             gc.collect()
@@ -380,7 +392,7 @@ def measure(torch: Any, bench: Bench, make: Callable[[], Any], shape: tuple[int,
             del keep, step, new
     # The ratios compare host-bound variants: timed in alternation, so all see the same host.
     for mode, names in ALTERNATED.items():
-        times = bench.interleaved_ms({name: kept[(name, mode)] for name in names})
+        times = bench.interleaved_ms({name: kept[(name, mode)] for name in names if (name, mode) in kept})
         for name, ms in times.items():
             out[f"{name}|{mode}|ms interleaved"] = ms
     del kept
@@ -402,25 +414,33 @@ ROWS = [
 
 
 def ratios(r: dict[str, Any]) -> dict[str, float]:
+    """The goals' ratios of the variants that ran."""
     alt = lambda name, mode: r[f"{name}|{mode}|ms interleaved"]  # noqa: E731
-    return {
-        "whole model, training: CUDAGraphedLayer / GPU busy": r[f"{OURS_WHOLE}|train|ms"] / r["GPU busy (profiler)|train|ms"],
-        "whole model, inference: CUDAGraphedLayer / GPU busy": r[f"{OURS_WHOLE}|infer|ms"] / r["GPU busy (profiler)|infer|ms"],
-        "per block, training: CUDAGraphedLayer / make_graphed_callables": alt(OURS_BLOCK, "train") / alt(MGC_LAYER, "train"),
-        "per block, training: CUDAGraphedLayer per block / whole model": alt(OURS_BLOCK, "train") / alt(OURS_WHOLE, "train"),
-        "per block, training: CUDAGraphedLayer per block, fuse=False / make_graphed_callables": alt(OURS_UNFUSED, "train")
+    formulas = {
+        "whole model, training: CUDAGraphedLayer / GPU busy": lambda: r[f"{OURS_WHOLE}|train|ms"] / r["GPU busy (profiler)|train|ms"],
+        "whole model, inference: CUDAGraphedLayer / GPU busy": lambda: r[f"{OURS_WHOLE}|infer|ms"] / r["GPU busy (profiler)|infer|ms"],
+        "per block, training: CUDAGraphedLayer / make_graphed_callables": lambda: alt(OURS_BLOCK, "train") / alt(MGC_LAYER, "train"),
+        "per block, training: CUDAGraphedLayer per block / whole model": lambda: alt(OURS_BLOCK, "train") / alt(OURS_WHOLE, "train"),
+        "per block, training: CUDAGraphedLayer per block, fuse=False / make_graphed_callables": lambda: alt(OURS_UNFUSED, "train")
         / alt(MGC_LAYER, "train"),
-        "training: CUDAGraphedLayer over torch.compile / reduce-overhead": alt(OURS_COMPILED, "train") / alt(REDUCE, "train"),
-        "inference: CUDAGraphedLayer over torch.compile / reduce-overhead": alt(OURS_COMPILED, "infer") / alt(REDUCE, "infer"),
-        "training: CUDAGraphedLayer whole model / reduce-overhead": alt(OURS_WHOLE, "train") / alt(REDUCE, "train"),
-        "inference: CUDAGraphedLayer whole model / reduce-overhead": alt(OURS_WHOLE, "infer") / alt(REDUCE, "infer"),
-        "peak memory, training: CUDAGraphedLayer (worst) / eager": max(
+        "training: CUDAGraphedLayer over torch.compile / reduce-overhead": lambda: alt(OURS_COMPILED, "train") / alt(REDUCE, "train"),
+        "inference: CUDAGraphedLayer over torch.compile / reduce-overhead": lambda: alt(OURS_COMPILED, "infer") / alt(REDUCE, "infer"),
+        "training: CUDAGraphedLayer whole model / reduce-overhead": lambda: alt(OURS_WHOLE, "train") / alt(REDUCE, "train"),
+        "inference: CUDAGraphedLayer whole model / reduce-overhead": lambda: alt(OURS_WHOLE, "infer") / alt(REDUCE, "infer"),
+        "peak memory, training: CUDAGraphedLayer (worst) / eager": lambda: max(
             r[f"{n}|train|peak_mb"] for n in (OURS_BLOCK, OURS_UNFUSED, OURS_WHOLE)
         ) / r["eager|train|peak_mb"],
-        "peak memory once warm, training: CUDAGraphedLayer (worst) / eager": max(
+        "peak memory once warm, training: CUDAGraphedLayer (worst) / eager": lambda: max(
             r[f"{n}|train|steady_mb"] for n in (OURS_BLOCK, OURS_UNFUSED, OURS_WHOLE)
         ) / r["eager|train|steady_mb"],
     }
+    values = {}
+    for goal, formula in formulas.items():
+        try:
+            values[goal] = formula()
+        except KeyError:  # a variant it needs did not run (--compile)
+            continue
+    return values
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
@@ -440,7 +460,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             cells.append(None if warm is None else f"{warm:.1f} / {r[f'{n}|infer|warmup_s']:.1f}")
             lines.append(f"| {n} | " + " | ".join(_cell(c, i) for i, c in enumerate(cells)) + " |")
         for mode, names in ALTERNATED.items():
-            timed = ", ".join(f"{n} {r[f'{n}|{mode}|ms interleaved']:.2f} ms" for n in names)
+            timed = ", ".join(f"{n} {r[f'{n}|{mode}|ms interleaved']:.2f} ms" for n in names if f"{n}|{mode}|ms interleaved" in r)
             lines.append(f"\nTimed in alternation ({'training' if mode == 'train' else 'inference'}, 7 rounds): {timed}.")
         lines.append("\n| goal | measured | target | met |")
         lines.append("| --- | ---: | ---: | --- |")
@@ -460,6 +480,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=30, help="timed iterations per repeat (3 repeats)")
     parser.add_argument("--models", nargs="+", help="which models (default: all): mlp24 tfm8 dec8")
+    parser.add_argument(
+        "--compile", choices=sorted(SELECTIONS), default="with",
+        help="the torch.compile variants: with the others (default), without them, or only them "
+        "(with eager and the whole-model wrapper): compilation is most of a run's time",
+    )
     parser.add_argument("--json", help="also write the raw figures to this file")
     args = parser.parse_args(argv)
     if args.iters < 1:
@@ -480,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     bench = Bench(torch, args.iters)
     results = {
-        title: measure(torch, bench, make, shape)
+        title: measure(torch, bench, make, shape, SELECTIONS[args.compile])
         for name, (title, make, shape) in models.items()
         if not args.models or name in args.models
     }

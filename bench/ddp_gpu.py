@@ -52,7 +52,7 @@ def measure(torch: Any, bench: Bench, rank: int, setting: str) -> dict[str, Any]
 
     clear_blas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
     out: dict[str, Any] = {}
-    for model_name, (make, shape) in build_models(torch).items():
+    for model_name, make, shape in build_models(torch).values():
         for variant in VARIANTS:
             gc.collect()
             clear_blas()
@@ -69,7 +69,7 @@ def measure(torch: Any, bench: Bench, rank: int, setting: str) -> dict[str, Any]
                 model.zero_grad(set_to_none=True)
                 model(x).float().pow(2).mean().backward()
 
-            ms, peak_mb, _ = bench.time_ms(step, base)
+            ms, peak_mb, _, _ = bench.time_ms(step, base)
             new = [s for s in layer_stats() if s["name"] not in seen]
             out[f"{model_name}|{variant}|{setting}"] = {
                 "ms": ms,

@@ -2,13 +2,14 @@
 
 24 small pre-LN MLP blocks (d=8, batch 4) train with ``zero_grad(set_to_none=True)``, forward,
 mean-square loss and backward, wrapped per block or as a whole in ``CUDAGraphedLayer`` with the
-CPU stand-in. After capture every graph's replay is replaced by one that does nothing, so what is
-timed is the work around the replays: keys, checks, copies, clones, the autograd boundary, the
-gradient bank, and PyTorch's own module and autograd overhead. The floor is the same model with each
+CPU stand-in. After capture (and, per block, once the blocks run as one fused run) every graph's
+replay is replaced by one that does nothing, so what is timed is the work around the replays:
+keys, checks, copies, clones, the autograd boundary, the gradient bank, and PyTorch's own module
+and autograd overhead. ``--no-fuse`` wraps the blocks with ``fuse=False``: each replays on its own. The floor is the same model with each
 block behind the least such a boundary does: an autograd function that copies in and clones out,
 each way. ``--profile`` adds the 25 functions with the most own time per layer and step.
 
-    python bench/runtime_host.py [--steps 2000] [--profile]
+    python bench/runtime_host.py [--steps 2000] [--profile] [--no-fuse]
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _Boundary(torch: Any, block: Any) -> Any:
     return Boundary()
 
 
-def build(torch: Any, whole: bool | None) -> tuple[Any, list, Callable[[], None]]:
+def build(torch: Any, whole: bool | None, fuse: bool = True) -> tuple[Any, list, Callable[[], None]]:
     from autograph_cg.runtime import CUDAGraphedLayer
 
     nn = torch.nn
@@ -71,7 +72,7 @@ def build(torch: Any, whole: bool | None) -> tuple[Any, list, Callable[[], None]
         model = CUDAGraphedLayer(nn.Sequential(*[Block() for _ in range(BLOCKS)]), backend="standin")
         wrapped = [model]
     else:
-        wrapped = [CUDAGraphedLayer(Block(), backend="standin") for _ in range(BLOCKS)]
+        wrapped = [CUDAGraphedLayer(Block(), backend="standin", fuse=fuse) for _ in range(BLOCKS)]
         model = nn.Sequential(*wrapped)
     x = torch.randn(BATCH, D, requires_grad=whole is None)  # the floor's boundary has no parameter
 
@@ -83,10 +84,13 @@ def build(torch: Any, whole: bool | None) -> tuple[Any, list, Callable[[], None]
 
 
 def silence_replays(wrapped: list) -> int:
-    """Make every captured graph's replay a no-op; returns how many graphs there are."""
+    """Make every captured graph's replay a no-op (the layers' own and their fused runs'); returns
+    how many graphs there are."""
     count = 0
-    for layer in wrapped:
-        for entry in layer._runner.entries.values():
+    runners = [layer._runner for layer in wrapped]
+    runners += [chain.runner for runner in runners for chain in runner.chains.values()]
+    for runner in runners:
+        for entry in runner.entries.values():
             for slot in entry.slots:
                 for graph in (slot.fwd, slot.bwd, slot.bwd_fresh):
                     if graph is not None:
@@ -99,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000, help="timed training steps per variant")
     parser.add_argument("--profile", action="store_true", help="also list where the time goes")
+    parser.add_argument("--no-fuse", action="store_true", help="per block: each block replays on its own")
     args = parser.parse_args(argv)
     if args.steps < 1:
         print("runtime_host: --steps must be at least 1", file=sys.stderr)
@@ -109,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         print("runtime_host: PyTorch is not installed", file=sys.stderr)
         return 2
     for whole in (False, True, None):
-        _, wrapped, step = build(torch, whole)
-        for _ in range(6):  # warmup, capture and a few replays
+        _, wrapped, step = build(torch, whole, fuse=not args.no_fuse)
+        for _ in range(10):  # warmup, capture, a few replays and the fused run's capture
             step()
         graphs = silence_replays(wrapped)
         for _ in range(50):

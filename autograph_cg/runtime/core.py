@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
-from . import settings
+from . import chains, settings
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
 from .pools import PoolLedger, ledger_for
 from .stats import LayerStats
-from .tree import UnsupportedArgument, flatten, flatten_call, unflatten
+from .tree import Tree, UnsupportedArgument, unflatten
 
 
 class _CaptureDepth(threading.local):
@@ -69,23 +69,22 @@ class Ops(Protocol):
     """What the core needs from a framework. Both adapters implement every method."""
 
     name: str
+    tree: Tree  # what a tensor is, which leaves are constants, the framework's container registry
 
-    def is_tensor(self, x: Any) -> bool: ...
-    def is_static(self, x: Any) -> bool: ...
     def meta(self, t: Any) -> tuple: ...
     def context(self) -> tuple: ...  # starts with whether grad mode is on
     def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
     def requires_grad(self, t: Any) -> bool: ...
     def grad_mode(self, enabled: bool) -> ContextManager: ...
     def capture_context(self) -> ContextManager: ...
+    def layer_context(self) -> ContextManager: ...  # every run of the wrapped layer and its backward but replays
     def data_ptr(self, t: Any) -> int: ...
-    def version(self, t: Any) -> int: ...
+    def versions(self, ts: Sequence[Any]) -> list: ...  # version counters (in-place changes)
     def device(self, t: Any) -> Any: ...
     def input_reason(self, t: Any, backend: str) -> str | None: ...
     def make_static(self, t: Any, requires_grad: bool) -> Any: ...
     def writer(self, t: Any) -> Any: ...
     def bind(self, layer: Any, params: list) -> tuple[list, Callable[[tuple, dict], Any]]: ...
-    def same_layout(self, a: Any, b: Any) -> bool: ...
     def copy_(self, dst: Any, src: Any) -> None: ...
     def clone(self, t: Any) -> Any: ...
     def zero_(self, t: Any) -> None: ...
@@ -99,6 +98,7 @@ class Ops(Protocol):
     def grad_of(self, p: Any) -> Any: ...
     def set_grads(self, params: list, grads: list) -> None: ...
     def is_same(self, a: Any, b: Any) -> bool: ...
+    def equal(self, a: Any, b: Any) -> bool: ...  # same values (syncs the host: never in a capture)
     def held_elsewhere(self, flats: list, views: list, idx: Sequence[int]) -> bool: ...
     def foreach_add_(self, dsts: list, srcs: list) -> None: ...
     def foreach_zero_(self, ts: list) -> None: ...
@@ -113,6 +113,8 @@ class Ops(Protocol):
     def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
     def capture_stream(self, backend: str, device: Any) -> ContextManager: ...
     def anchor(self, device: Any) -> Any: ...
+    def chain_layer(self, layers: list, forward: Callable[[list, tuple, dict], tuple]) -> Any: ...
+    def grad_hooks(self, t: Any) -> bool: ...  # a hook or retain_grad on the tensor
     def apply(self, runner: "Runner", slot: "Slot", anchor: Any, tensors: list) -> list: ...
 
 
@@ -130,6 +132,7 @@ class Slot:
     used_inputs: tuple = ()
     used_params: tuple = ()
     grad_outputs: list = field(default_factory=list)
+    zeroed: list = field(default_factory=list)  # per grad_outputs buffer: all zeros (nothing else writes them)
     params: list = field(default_factory=list)  # autograd leaves standing for the parameters
     targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
     listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
@@ -150,6 +153,7 @@ class Entry:
     warm: int = 0
     slots: list = field(default_factory=list)
     placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
+    mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
 
 
 class Token:
@@ -170,7 +174,10 @@ def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any
     """The forward of the adapters' autograd function (torch Function / Paddle PyLayer)."""
     n = len(slot.static_inputs)
     ctx.routed = len(tensors) - n  # parameters passed only for their accumulation nodes (Runner.__call__)
-    outs = runner.forward_replay(slot, tensors[:n])
+    outs = runner._replay_inference(slot, tensors[:n])
+    slot.busy = True
+    slot.generation += 1
+    slot.ledger.inflight[id(slot)] = slot.fwd_seq
     ctx.set_materialize_grads(False)
     if slot.nondiff:
         ctx.mark_non_differentiable(*(outs[i] for i in slot.nondiff))
@@ -189,14 +196,24 @@ def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
     return in_grads + [None] * ctx.routed
 
 
-def _rebuild_runner(ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str) -> "Runner":
+def _rebuild_runner(
+    ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str, fuse: bool
+) -> "Runner":
     adapter = importlib.import_module(f"{__package__}.{ops_name}_adapter")
-    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name)
+    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name, fuse=fuse)
 
 
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _check_rebuilds(spec: tuple, flat: list) -> None:
+    """Every replay rebuilds the outputs with their own types: find out at capture if that fails."""
+    try:
+        unflatten(spec, flat)
+    except Exception as err:
+        raise UnsupportedArgument(f"the output cannot be rebuilt: {_first_line(err)}") from err
 
 
 class Runner:
@@ -210,6 +227,7 @@ class Runner:
         max_graphs: int,
         backend: str,
         name: str,
+        fuse: bool = True,
     ) -> None:
         if num_warmup_steps < 0:
             raise ValueError("num_warmup_steps must be >= 0")
@@ -224,15 +242,28 @@ class Runner:
         self.graph_count = 0
         self._params: list | None = None
         self._buffers: list = []
+        self._ids: tuple = ()  # ids of the parameters and buffers, read with them
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
         self._anchor: Any = None
+        # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
+        # which call followed each entry's replays, the fused runs it heads, how often each broke.
+        self.fuse = fuse
+        self.edges: dict[Entry, chains.Edge] = {}
+        self.chains: dict[Entry, chains.Chain] = {}
+        self.chain_breaks: dict[Entry, int] = {}
+        self.no_fuse: set[Entry] = set()
 
     def __reduce__(self) -> tuple:
         # Copies and pickles carry the settings and the layer, never graphs: a copy captures anew.
-        args = (self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name)
+        args = (
+            self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name, self.fuse
+        )
         return (_rebuild_runner, args)
+
+    def training(self) -> Any:
+        return getattr(self.layer, "training", False)
 
     # ---------------------------------------------------------------- calls
     def __call__(self, args: tuple, kwargs: dict) -> Any:
@@ -244,55 +275,96 @@ class Runner:
             return self.layer(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
+            chains.TRACK.pending = None
             return self._eager(args, kwargs, f"disabled by {reason}")
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
-            return self.layer(*args, **kwargs)
+            return self._run_eagerly(args, kwargs)
+        track = chains.TRACK
+        if track.pending is not None:  # the outputs of a fused run wait for their layers
+            out = track.pending.take(self, args, kwargs)
+            if out is not chains.MISS:
+                return out
         try:
-            tensors, spec = flatten_call(args, kwargs, ops.is_tensor, ops.is_static)
+            tensors, spec = ops.tree.flatten_call(args, kwargs)
         except UnsupportedArgument as err:
+            track.last = None
             return self._eager(args, kwargs, "unsupported argument", str(err))
         trainable = self._check_parameters()
         context = ops.context()
         needs_grad = context[0] and (trainable or any(map(ops.requires_grad, tensors)))
-        key = GraphKey(
-            bool(getattr(self.layer, "training", False)),
-            needs_grad,
-            context,
-            spec,
-            tuple(map(ops.meta, tensors)),
-        )
+        key = GraphKey(self.training(), needs_grad, context, spec, tuple(map(ops.meta, tensors)))
         entry = self.entries.get(key)
         if entry is None:
             entry = self._new_entry(key)
         if entry.warm < self.num_warmup_steps:
             entry.warm += 1
+            track.last = None
             return self._warmup(args, kwargs, tensors)
         if entry.placement is None:
             entry.placement = self._placement(tensors)
         backend, device, why = entry.placement
         if why:
+            track.last = None
             return self._eager(args, kwargs, why)
+        came = None
+        if self.fuse:
+            came = chains.link(tensors)
+            chain = self._chain(entry, came)
+            if chain is not None:
+                return chain.run(args, kwargs, tensors)
+        graphs = self.graph_count
         slot = self._acquire(entry, tensors, spec, backend, device)
         if slot is None:
-            return self.layer(*args, **kwargs)
+            track.last = None
+            return self._run_eagerly(args, kwargs)
         if slot.bwd is None:
             outs = self._replay_inference(slot, tensors)
         else:
             if self._anchor is None:
                 self._anchor = ops.anchor(device)
+            applied = tensors
             if slot.targets and (slot.listened or ops.distributed()):
                 # The parameters become inputs that receive no gradient: after the backward replay
                 # has stored their grads, their accumulation nodes run, and with them the hooks
                 # there (DDP's reducer), which read the grads. Only then: a node per parameter costs.
-                tensors = tensors + slot.targets
-            outs = ops.apply(self, slot, self._anchor, tensors)
-        return unflatten(slot.out_spec, list(outs))
+                applied = tensors + slot.targets
+            outs = list(ops.apply(self, slot, self._anchor, applied))
+        if self.fuse and graphs == self.graph_count:  # a replay, not a capture: learn who follows
+            chains.note(self, entry, tensors, outs, came)
+        else:
+            track.last = None
+        return unflatten(slot.out_spec, outs)
+
+    def _chain(self, entry: Entry, came: chains.Link | None) -> chains.Chain | None:
+        """The fused run this call heads, formed when the run has been stable long enough. A call
+        that follows a layer it could fuse with is no head: that layer's run will include it."""
+        chain = self.chains.get(entry)
+        if chain is not None:
+            if chain.runner.stats.disabled_reason is None:
+                return chain
+            del self.chains[entry]  # the run cannot be captured as one: its layers graph alone
+            self.no_fuse.add(entry)
+            return None
+        if not chains.fusable(self, entry) or (came is not None and chains.fusable(came.runner, came.entry)):
+            return None
+        members = chains.members_from(self, entry)
+        if len(members) < 2:
+            return None
+        chain = self.chains[entry] = chains.Chain(self, members)
+        for member in members:  # their own graphs give way to the run's (memory); a broken run recaptures
+            member.runner._drop_entry(member.entry)
+        settings.debug("%s fuses %s", self.stats.name, chain.runner.stats.name)
+        return chain
 
     def _eager(self, args: tuple, kwargs: dict, reason: str, detail: str = "") -> Any:
         self.stats.eager_calls += 1
         self.stats.fallback(reason, detail)
-        return self.layer(*args, **kwargs)
+        return self._run_eagerly(args, kwargs)
+
+    def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
+        with self.ops.layer_context():
+            return self.layer(*args, **kwargs)
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -304,11 +376,11 @@ class Runner:
 
     def _warmup(self, args: tuple, kwargs: dict, tensors: list) -> Any:
         ops = self.ops
-        versions = [ops.version(t) for t in tensors]
+        versions = ops.versions(tensors)
         self.stats.warmup_calls += 1
-        out = self.layer(*args, **kwargs)
-        for i, (t, v) in enumerate(zip(tensors, versions)):
-            if ops.version(t) != v:
+        out = self._run_eagerly(args, kwargs)
+        for i, (before, after) in enumerate(zip(versions, ops.versions(tensors))):
+            if before != after:
                 self.stats.disable(f"forward writes into its tensor argument {i} in place")
                 break
         return out
@@ -340,6 +412,7 @@ class Runner:
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = list(self.layer.buffers())
+            self._ids = (tuple(map(id, self._params)), tuple(map(id, self._buffers)))
             self._epoch = epoch
         return self._params
 
@@ -350,7 +423,7 @@ class Runner:
         params = self._read_parameters()
         flags = tuple(map(ops.requires_grad, params))
         signature = (
-            tuple(map(id, params)),
+            self._ids,  # the same tuple while no registration happened: compared by identity
             tuple(map(ops.data_ptr, params)),
             flags,
             tuple(map(ops.data_ptr, self._buffers)),
@@ -360,16 +433,23 @@ class Runner:
                 self._drop_graphs()
                 self.stats.recapture("parameters or buffers were replaced, re-allocated or frozen")
             self._signature = signature
-        return any(flags)
+        return True in flags
 
     def _drop_graphs(self) -> None:
         for entry in self.entries.values():
-            for slot in entry.slots:
-                slot.stale = True
-                slot.ledger.inflight.pop(id(slot), None)
-            entry.slots.clear()
-        self.graph_count = 0
+            self._drop_entry(entry)
+        self.chains.clear()
         self._bank = None
+
+    def _drop_entry(self, entry: Entry) -> None:
+        """Drop one key's graphs; calls in flight finish their backward eagerly."""
+        for slot in entry.slots:
+            slot.stale = True
+            slot.ledger.inflight.pop(id(slot), None)
+        self.graph_count -= len(entry.slots)
+        entry.slots.clear()
+        if not self.graph_count:
+            self._bank = None
 
     # -------------------------------------------------------------- capture
     def _acquire(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
@@ -405,8 +485,10 @@ class Runner:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
-            with ops.capture_context(), _capturing():
+            with ops.capture_context(), ops.layer_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)
+                # A fused run that ends early would have changed such a layer's buffers twice.
+                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])
                 out_spec = last_spec[0]
                 with ops.capture_stream(backend, device):
                     fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
@@ -414,6 +496,7 @@ class Runner:
                     ledger.adopt(fwd)
                     if last_spec[0] != out_spec:
                         raise RuntimeError("the output structure changed between two runs")
+                    _check_rebuilds(out_spec, flat)
                     slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
                     slot.writers = [ops.writer(t) for t in static]
                     if slot.diff_outputs and (slot.used_inputs or slot.used_params):
@@ -421,6 +504,7 @@ class Runner:
                         slot.targets = [params[j] for j in slot.used_params]
                         slot.listened = ops.listened(slot.targets)
                         slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+                        slot.zeroed = [True] * len(slot.grad_outputs)
                         slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
                         slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
                         ledger.adopt(slot.bwd)
@@ -452,9 +536,9 @@ class Runner:
 
         def run_layer() -> list:
             args, kwargs = unflatten(spec, static)
-            with ops.grad_mode(train):
+            with ops.grad_mode(train), ops.layer_context():
                 out = call(args, kwargs)
-            flat, last_spec[0] = flatten(out, ops.is_tensor, ops.is_static)
+            flat, last_spec[0] = ops.tree.flatten(out)
             return flat
 
         return run_layer, last_spec
@@ -518,7 +602,8 @@ class Runner:
                     grads.clear()
                     held = 0
 
-            self.ops.backward_into(outs, slot.grad_outputs, inputs + slot.params, take, retain=True)
+            with self.ops.layer_context():
+                self.ops.backward_into(outs, slot.grad_outputs, inputs + slot.params, take, retain=True)
             if views:
                 store(views, grads)
             return in_grads
@@ -547,29 +632,17 @@ class Runner:
             ops.copy_(dst, src)
 
     # --------------------------------------------------------------- replay
-    def _copy_in(self, slot: Slot, tensors: Sequence[Any]) -> None:
-        ops = self.ops
-        # The slot was found by the key, whose (shape, dtype, device) per input match; checked again
-        # here because a copy into a buffer of another shape would broadcast silently.
-        for static, writer, t in zip(slot.static_inputs, slot.writers, tensors):
-            if not ops.same_layout(static, t):
-                raise RuntimeError(f"graph input mismatch: {ops.meta(t)[:3]} into {ops.meta(static)[:3]}")
-            ops.copy_(writer, t)
-
-    def _replay_inference(self, slot: Slot, tensors: list) -> list:
-        self._copy_in(slot, tensors)
+    def _replay_inference(self, slot: Slot, tensors: Sequence[Any]) -> list:
+        """Copy in, replay, hand out clones (also the training forward, inside the autograd function).
+        The slot belongs to the call's key, so every input has its static buffer's shape, dtype,
+        device and strides: the copies cannot broadcast."""
+        copy = self.ops.copy_
+        for writer, t in zip(slot.writers, tensors):
+            copy(writer, t)
         slot.fwd.replay()
         slot.ledger.epoch += 1
         self.stats.forward_replays += 1
-        return [self.ops.clone(o) for o in slot.fwd.outputs]
-
-    def forward_replay(self, slot: Slot, tensors: Sequence[Any]) -> list:
-        """Run inside the adapter's autograd function: copy in, replay, hand out clones."""
-        outs = self._replay_inference(slot, tensors)
-        slot.busy = True
-        slot.generation += 1
-        slot.ledger.inflight[id(slot)] = slot.fwd_seq
-        return outs
+        return list(map(self.ops.clone, slot.fwd.outputs))
 
     def track(self, slot: Slot) -> Token:
         return Token(self, slot)
@@ -590,17 +663,20 @@ class Runner:
                 f"{self.stats.name}: backward through a graphed call whose buffers were reused; "
                 "a second backward (retain_graph) must come before the layer runs again"
             )
-        for static, i in zip(slot.grad_outputs, slot.diff_outputs):
+        zeroed = slot.zeroed
+        for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
             g = grads[i]
-            if g is None:
-                ops.zero_(static)
-            else:
+            if g is not None:
                 ops.copy_(static, g)
+                zeroed[k] = False
+            elif not zeroed[k]:  # an output nobody differentiated (an intermediate one of a fused run)
+                ops.zero_(static)
+                zeroed[k] = True
         bank = self._bank
         if slot.stale or not slot.used_params:
             plan: tuple | None = ((), (), False)
         else:
-            plan = bank.prepare(slot.used_params, slot.bwd_fresh is not None)
+            plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
         graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
         if slot.stale or plan is None or not slot.ledger.may_replay(seq):
             in_grads = self._backward_eagerly(slot)
@@ -622,7 +698,8 @@ class Runner:
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
         outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
-        grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+        with ops.layer_context():
+            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
         accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])
         self.stats.eager_backwards += 1
         return list(grads[: len(inputs)])

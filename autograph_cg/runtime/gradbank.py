@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
+from functools import partial
+from operator import is_
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .core import Ops
+
+
+_ADD: tuple = ([], [], False)  # the adding graph, nothing to zero or adopt
+_is_none = partial(is_, None)
 
 
 class GradBank:
@@ -22,18 +28,21 @@ class GradBank:
         # elements of them exist at once beside the bank.
         self.group_size = max(sum(self.sizes) // 8, 1)
 
-    def prepare(self, used: tuple, can_write: bool) -> tuple[list, list, bool] | None:
-        """Get the views ready for the next backward graph: returns (cleared, foreign, write).
-        ``write``: every grad was cleared, so the writing graph needs no zeroing. Otherwise the
-        regions the adding graph must not add to are zeroed. None when a region can't be reused.
-        (No lasting reference to a view is kept here: held_elsewhere counts them.)"""
+    def prepare(self, used: tuple, targets: list, can_write: bool) -> tuple[list, list, bool] | None:
+        """Get the views ready for the next backward graph of the parameters ``used`` (their indices;
+        ``targets`` the parameters): returns (cleared, foreign, write). ``write``: every grad was
+        cleared, so the writing graph needs no zeroing. Otherwise the regions the adding graph must
+        not add to are zeroed. None when a region can't be reused. (No lasting reference to a view
+        is kept here: held_elsewhere counts them.)"""
         ops, views = self.ops, self.views
-        grads = [ops.grad_of(self.params[j]) for j in used]
-        mine = [ops.is_same(g, views[j]) for g, j in zip(grads, used)]
-        if all(mine):  # accumulating into grads the bank owns
-            return [], [], False
-        none = [j for g, j in zip(grads, used) if g is None]
-        foreign = [j for g, j, m in zip(grads, used, mine) if g is not None and not m]
+        grads = list(map(ops.grad_of, targets))
+        if all(map(ops.is_same, grads, [views[j] for j in used])):  # accumulating into the bank's grads
+            return _ADD
+        if all(map(_is_none, grads)):  # all cleared (zero_grad(set_to_none=True)): the usual step
+            none, foreign = list(used), []
+        else:
+            none = [j for g, j in zip(grads, used) if g is None]
+            foreign = [j for g, j in zip(grads, used) if g is not None and not ops.is_same(g, views[j])]
         if none and ops.held_elsewhere(self.flats, views, none):
             return None
         if can_write and len(none) == len(used):

@@ -11,10 +11,11 @@ class CUDAGraphedLayer(abc.ABC):
     """Capture a layer's forward (and backward) into CUDA graphs and replay them; a drop-in for
     ``paddle.device.cuda.cuda_graphed_layer.CUDAGraphedLayer`` that also takes PyTorch modules.
 
-    ``CUDAGraphedLayer(layer, num_warmup_steps=3, *, max_graphs=32, backend="auto", name=None)``
+    ``CUDAGraphedLayer(layer, num_warmup_steps=3, *, max_graphs=32, backend="auto", name=None, fuse=True)``
     returns a ``paddle.nn.Layer`` or ``torch.nn.Module`` (``isinstance(x, CUDAGraphedLayer)`` holds
     for both). ``backend``: ``"auto"`` graphs CUDA tensors and runs anything else eagerly,
     ``"cuda"`` insists on CUDA, ``"standin"`` uses the CPU stand-in with graph semantics (tests).
+    ``fuse``: wrapped layers that always run back to back are captured and replayed as one graph.
     The framework is imported only here, when a layer of it is wrapped. Semantics: docs/runtime.md.
     """
 
@@ -48,13 +49,14 @@ class GraphedLayerBase:
         max_graphs: int = 32,
         backend: str = "auto",
         name: str | None = None,
+        fuse: bool = True,
     ) -> None:
         from .core import Runner
 
         super().__init__()
         self.layer = layer
         label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
-        self._runner = Runner(self._ops, layer, num_warmup_steps, max_graphs, backend, label)
+        self._runner = Runner(self._ops, layer, num_warmup_steps, max_graphs, backend, label, fuse=fuse)
         for inner in self._wrapped_inside(layer):  # nested wrapping: the outer graph covers them
             inner._runner.outer = self._runner
 

@@ -13,10 +13,12 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
+from .chains import ChainLayer
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .parallel import paddle_reason
 from .standin import StandInGraph
+from .tree import Tree
 
 _PLACE_TYPES = tuple(
     getattr(paddle.base.core, n) for n in ("Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace")
@@ -70,11 +72,10 @@ class PaddleOps:
 
     name = "paddle"
 
-    is_tensor = staticmethod(lambda x: isinstance(x, paddle.Tensor))
-    is_static = staticmethod(lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
+    tree = Tree(lambda x: isinstance(x, paddle.Tensor), lambda x: isinstance(x, (paddle.dtype, *_PLACE_TYPES)))
     requires_grad = staticmethod(lambda t: not t.stop_gradient)
     data_ptr = staticmethod(paddle.Tensor.data_ptr)
-    version = staticmethod(lambda t: t.inplace_version)
+    versions = staticmethod(lambda ts: [t.inplace_version for t in ts])
     device = staticmethod(lambda t: t.place)
     zeros_like = staticmethod(paddle.zeros_like)
     grad_of = staticmethod(lambda p: p.grad)
@@ -99,6 +100,8 @@ class PaddleOps:
     def capture_context() -> ContextManager:
         return nullcontext()
 
+    layer_context = capture_context
+
     @staticmethod
     def input_reason(t: paddle.Tensor, backend: str) -> str | None:
         if backend == "cuda" and not t.place.is_gpu_place():
@@ -119,10 +122,6 @@ class PaddleOps:
     @staticmethod
     def bind(layer: paddle.nn.Layer, params: list) -> tuple[list, Any]:
         return params, lambda args, kwargs: layer(*args, **kwargs)
-
-    @staticmethod
-    def same_layout(a: paddle.Tensor, b: paddle.Tensor) -> bool:
-        return a.shape == b.shape and a.dtype == b.dtype and a.place == b.place
 
     @staticmethod
     def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
@@ -178,6 +177,10 @@ class PaddleOps:
     @staticmethod
     def is_same(a: paddle.Tensor | None, b: paddle.Tensor) -> bool:
         return a is not None and a.data_ptr() == b.data_ptr() and a.shape == b.shape
+
+    @staticmethod
+    def equal(a: paddle.Tensor, b: paddle.Tensor) -> bool:
+        return bool(paddle.equal_all(a, b))
 
     @staticmethod
     def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:
@@ -265,9 +268,23 @@ class PaddleOps:
         return anchor
 
     @staticmethod
+    def chain_layer(layers: list, forward: Any) -> paddle.nn.Layer:
+        return _Chain(layers, forward)
+
+    @staticmethod
+    def grad_hooks(t: paddle.Tensor) -> bool:
+        return False  # Paddle does not expose a tensor's hooks (docs/runtime.md)
+
+    @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: paddle.Tensor, tensors: list) -> tuple:
         outs = _GraphedCall.apply(runner, slot, anchor, *tensors)
         return tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+
+
+class _Chain(ChainLayer, paddle.nn.Layer):
+    """The layers of a fused run as a ``paddle.nn.Layer``."""
+
+    _list = paddle.nn.LayerList
 
 
 class _GraphedCall(PyLayer):

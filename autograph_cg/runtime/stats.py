@@ -29,6 +29,8 @@ class LayerStats:
     eager_calls: int = 0
     eager_backwards: int = 0
     nested_calls: int = 0  # calls while an outer wrapped layer captured: part of the outer graph
+    fused_calls: int = 0  # calls served by a fused run of wrapped layers (its own line counts the replays)
+    runs_ended: int = 0  # fused runs this layer headed that ended before their last layer
     disabled_reason: str | None = None
     fallbacks: Counter = field(default_factory=Counter)
     uid: int = field(default_factory=lambda: next(_ids))
@@ -47,6 +49,12 @@ class LayerStats:
         self.recaptures += 1
         if self.recaptures == 1:
             logger.warning("%s captures again: %s", self.name, reason)
+
+    def run_ended(self, reason: str) -> None:
+        """Count one fused run that ended early; the first is logged."""
+        self.runs_ended += 1
+        if self.runs_ended == 1:
+            logger.warning("%s: a fused run ended early (%s); its layers run on their own", self.name, reason)
 
     def disable(self, reason: str) -> None:
         if self.disabled_reason is None:
@@ -71,6 +79,8 @@ class LayerStats:
             "eager_calls": self.eager_calls,
             "eager_backwards": self.eager_backwards,
             "nested_calls": self.nested_calls,
+            "fused_calls": self.fused_calls,
+            "runs_ended": self.runs_ended,
             "disabled_reason": self.disabled_reason,
             "fallbacks": dict(self.fallbacks),
         }
@@ -84,7 +94,7 @@ def layer_stats() -> list[dict[str, Any]]:
 def report(file: IO[str] | None = None) -> str:
     """Print one line per wrapped layer (and one per fallback reason) and return the text."""
     rows = layer_stats()
-    head = ("layer", "state", "captures", "fwd replays", "bwd replays", "warmup", "eager", "capture ms")
+    head = ("layer", "state", "captures", "fwd replays", "bwd replays", "fused", "warmup", "eager", "capture ms")
     table = [head] + [
         (
             r["name"],
@@ -92,6 +102,7 @@ def report(file: IO[str] | None = None) -> str:
             str(r["captures"]),
             str(r["forward_replays"]),
             str(r["backward_replays"]),
+            str(r["fused_calls"]),
             str(r["warmup_calls"]),
             str(r["eager_calls"]),
             f"{r['capture_ms']:.1f}",
@@ -105,6 +116,8 @@ def report(file: IO[str] | None = None) -> str:
             lines.append(f"  {r['name']}: eager because {r['disabled_reason']}")
         for reason, count in sorted(r["fallbacks"].items()):
             lines.append(f"  {r['name']}: {count} eager call(s): {reason}")
+        if r["runs_ended"]:
+            lines.append(f"  {r['name']}: {r['runs_ended']} fused run(s) ended early")
         if r["eager_backwards"]:
             lines.append(f"  {r['name']}: {r['eager_backwards']} backward(s) run eagerly on the captured graph")
     if not rows:

@@ -12,13 +12,18 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, ContextManager, Iterator, Sequence
 
 import torch
+import torch._functorch.config
 from torch.autograd.function import once_differentiable
+from torch.utils import _pytree
 
+from .chains import ChainLayer
 from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
 from .layer import CUDAGraphedLayer, GraphedLayerBase
 from .parallel import torch_reason
 from .standin import StandInGraph
+from .tree import Tree
 
+_VERSION = operator.attrgetter("_version")
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
 # Host-syncing calls refused while a stand-in graph captures (a capturing CUDA stream refuses them).
 _SYNC_TARGETS = [
@@ -62,6 +67,25 @@ def _autocast_state() -> tuple:
             torch.is_autocast_cpu_enabled(),
             torch.get_autocast_cpu_dtype(),
         )
+
+
+# AOTAutograd (torch.compile) lets a compiled backward reuse the memory of the activations it
+# saved ("donated buffers"), which allows one backward only. The runtime runs backward more than
+# once over one forward: the probe's, the two captured backward graphs', and an eager backward
+# when a replay would not be safe. Compiled code first compiled while the wrapped layer runs
+# donates nothing.
+_DONATION = hasattr(torch._functorch.config, "donated_buffer")
+
+
+@contextmanager
+def _no_donated_buffers() -> Iterator[None]:
+    config = torch._functorch.config
+    saved = config.donated_buffer
+    config.donated_buffer = False
+    try:
+        yield
+    finally:
+        config.donated_buffer = saved
 
 
 _clear_blas_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
@@ -164,11 +188,23 @@ class TorchOps:
     def __init__(self) -> None:
         self._streams: dict[Any, torch.cuda.Stream] = {}
 
-    is_tensor = staticmethod(lambda x: isinstance(x, torch.Tensor))
-    is_static = staticmethod(lambda x: isinstance(x, _STATIC_TYPES))
+    # Containers registered with torch's pytree utilities (model libraries register their outputs)
+    # flatten and rebuild through their registration.
+    tree = Tree(
+        lambda x: isinstance(x, torch.Tensor),
+        lambda x: isinstance(x, _STATIC_TYPES),
+        _pytree.SUPPORTED_NODES.get,
+    )
     requires_grad = staticmethod(operator.attrgetter("requires_grad"))
     data_ptr = staticmethod(torch.Tensor.data_ptr)
-    version = staticmethod(lambda t: t._version)
+
+    @staticmethod
+    def versions(ts: Sequence[torch.Tensor]) -> list:
+        try:
+            return list(map(_VERSION, ts))
+        except RuntimeError:  # inference tensors (made under torch.inference_mode) keep no version counter
+            return [-1 if t.is_inference() else t._version for t in ts]
+
     device = staticmethod(lambda t: t.device)
     # The hot-path copies run where autograd records nothing: inside the autograd function (grad
     # off), in backward, or on tensors that need no grad (see docs/runtime.md).
@@ -178,10 +214,11 @@ class TorchOps:
     zeros_like = staticmethod(torch.zeros_like)
     grad_of = staticmethod(operator.attrgetter("grad"))
     is_same = staticmethod(operator.is_)
+    equal = staticmethod(torch.equal)
 
     @staticmethod
     def meta(t: torch.Tensor) -> tuple:
-        return (tuple(t.shape), t.dtype, t.device, t.requires_grad, t.stride())
+        return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
 
     @staticmethod
     def context() -> tuple:
@@ -199,12 +236,19 @@ class TorchOps:
     @contextmanager
     def capture_context() -> Iterator[None]:
         # A capture must not fill the autocast weight cache (its copies would live in the graph pool).
+        # Without autocast the cache holds nothing; its switch is left alone, since torch.compile
+        # guards on it and would compile the wrapped code once more.
         cached = torch.is_autocast_cache_enabled()
-        torch.set_autocast_cache_enabled(False)
+        if _autocast_state():
+            torch.set_autocast_cache_enabled(False)
         try:
             yield
         finally:
             torch.set_autocast_cache_enabled(cached)
+
+    @staticmethod
+    def layer_context() -> ContextManager:
+        return _no_donated_buffers() if _DONATION else nullcontext()
 
     @staticmethod
     def input_reason(t: torch.Tensor, backend: str) -> str | None:
@@ -232,17 +276,14 @@ class TorchOps:
         if not params:
             return [], lambda args, kwargs: layer(*args, **kwargs)
         index = {id(p): j for j, p in enumerate(params)}
-        leaves = [_alias(p).requires_grad_(True) for p in params]
+        # Parameters (of the alias, with the alias's version counter): compiled code guards on the type.
+        leaves = [torch.nn.Parameter(_alias(p)) for p in params]
         mapping = {
             name: leaves[index[id(p)]]
             for name, p in layer.named_parameters(remove_duplicate=False)
             if id(p) in index
         }
         return leaves, lambda args, kwargs: torch.func.functional_call(layer, mapping, args, kwargs)
-
-    @staticmethod
-    def same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
-        return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
 
     @staticmethod
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
@@ -376,8 +417,24 @@ class TorchOps:
         return torch.empty(0, device=device, requires_grad=True)
 
     @staticmethod
+    def chain_layer(layers: list, forward: Any) -> torch.nn.Module:
+        return _Chain(layers, forward)
+
+    @staticmethod
+    def grad_hooks(t: torch.Tensor) -> bool:
+        return bool(t._backward_hooks) or t.retains_grad
+
+    @staticmethod
     def apply(runner: Runner, slot: Slot, anchor: torch.Tensor, tensors: list) -> tuple:
-        return _GraphedCall.apply(runner, slot, anchor, *tensors)
+        if _functorch_active() or any(map(_functorch_wrapped, tensors)):
+            return _GraphedCall.apply(runner, slot, anchor, *tensors)
+        return _APPLY(runner, slot, anchor, *tensors)
+
+
+class _Chain(ChainLayer, torch.nn.Module):
+    """The layers of a fused run as a ``torch.nn.Module``."""
+
+    _list = torch.nn.ModuleList
 
 
 def _copy_detached(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -403,6 +460,13 @@ def _on_stream(stream: torch.cuda.Stream, device: torch.device) -> Iterator[None
         current.wait_stream(stream)
 
 
+def _backward(ctx: Any, *grads: torch.Tensor) -> tuple:
+    return (None, None, None, *replay_backward(ctx, grads))
+
+
+_backward_once = once_differentiable(_backward)
+
+
 class _GraphedCall(torch.autograd.Function):
     """The autograd boundary of one replayed call: forward replays, backward replays the backward graph."""
 
@@ -411,9 +475,22 @@ class _GraphedCall(torch.autograd.Function):
         return replay_forward(ctx, runner, slot, tensors)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple:
-        return (None, None, None, *replay_backward(ctx, grads))
+        # The replayed backward is not differentiable. Grad mode is on only under
+        # backward(create_graph=True); once_differentiable then makes a second-order use fail
+        # clearly, at a cost the usual backward does not pay.
+        if torch.is_grad_enabled():
+            return _backward_once(ctx, *grads)
+        return _backward(ctx, *grads)
+
+
+# Function.apply's Python layer binds default arguments for setup_context (which this function has
+# not) and unwraps tensors left over from finished functorch transforms. Outside functorch
+# transforms and without such tensors, the base class's apply is the same call, a few
+# microseconds sooner.
+_APPLY = super(torch.autograd.Function, _GraphedCall).apply
+_functorch_active = torch._C._are_functorch_transforms_active
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):

@@ -2,11 +2,40 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 from types import SimpleNamespace
 from typing import Any
 
 from autograph_cg.runtime import is_capturing
+
+
+@dataclasses.dataclass
+class Output(collections.OrderedDict):
+    """A model output as model libraries write it: a dataclass that is also an ordered dict of the
+    fields that are set (None fields are no keys)."""
+
+    loss: Any = None
+    logits: Any = None
+    aux: Any = None
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                self[f.name] = value
+
+
+Pair = collections.namedtuple("Pair", "first second")
+
+
+@dataclasses.dataclass
+class State:
+    """A plain dataclass holding a tensor and a constant."""
+
+    h: Any
+    scale: float = 1.0
 
 
 @functools.cache
@@ -48,6 +77,24 @@ def define(framework: str) -> SimpleNamespace:
             mixed = xs[0] + xs[1] if mode == "sum" else xs[0] * xs[1]
             main = self.fc(mixed) * scale + cfg["bias"]
             return {"main": main, "aux": (tanh(main), cfg["ids"] * 2), "mode": mode}
+
+    class Heads(base):
+        """Takes a dataclass and a namedtuple, returns the container ``out`` names: an ordered-dict
+        dataclass (whose ``loss`` is set only with a target), a namedtuple or a dataclass."""
+
+        def __init__(self, d: int, out: str) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.out = out
+
+        def forward(self, state: State, extra: Pair, target: Any = None) -> Any:
+            h = self.fc(state.h) * state.scale + extra.first
+            aux = (tanh(h), extra.second * 2)
+            if self.out == "output":
+                return Output(loss=None if target is None else ((h - target) ** 2).mean(), logits=h, aux=aux)
+            if self.out == "pair":
+                return Pair(h, aux)
+            return State(h, state.scale)
 
     class Sync(base):
         """Control flow on a tensor value: a host sync that a capture refuses. Buffers and RNG too."""
@@ -118,4 +165,4 @@ def define(framework: str) -> SimpleNamespace:
                 raise RuntimeError("unsupported during capture")
             return self.fc(x)
 
-    return SimpleNamespace(**{c.__name__: c for c in (MLP, Multi, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture)})
+    return SimpleNamespace(**{c.__name__: c for c in (MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture)})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.runtime.harness import assert_all_close, randn
 
 D, B = 8, 4
@@ -35,17 +37,23 @@ def run_schedule(fw, stages: list, order: list, xs: list) -> list:
     return out
 
 
-def test_one_f_one_b_matches_eager(fw):
+@pytest.mark.parametrize("fuse", [False, True])
+def test_one_f_one_b_matches_eager(fw, fuse):
     refs = [fw.build("MLP", D) for _ in range(2)]
-    wrapped = [fw.wrap(fw.twin(r), num_warmup_steps=1) for r in refs]
+    wrapped = [fw.wrap(fw.twin(r), num_warmup_steps=1, fuse=fuse) for r in refs]
     order = one_f_one_b(num_micro=4, depth=2)
-    for step in range(3):
+    for step in range(5 if fuse else 3):
         xs = [randn(B, D) for _ in range(4)]
         got = run_schedule(fw, wrapped, order, xs)
         want = run_schedule(fw, refs, order, xs)
         assert_all_close(got, want, fw.atol, f"step {step}")
         for model in (*wrapped, *refs):
             fw.clear_grads(model, True)
+    if fuse:  # the two stages run back to back: one graph per micro-batch in flight
+        (run,) = [c.runner for c in wrapped[0]._runner.chains.values()]
+        assert run.stats.captures == 2 and run.stats.forward_replays >= 8
+        assert wrapped[1].stats["fused_calls"] == run.stats.forward_replays
+        return
     for w in wrapped:
         stats = w.stats
         assert stats["captures"] == 2  # one graph set per micro-batch in flight, reused afterwards

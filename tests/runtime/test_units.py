@@ -11,10 +11,10 @@ import pytest
 from autograph_cg.runtime import standin
 from autograph_cg.runtime.pools import PoolLedger
 from autograph_cg.runtime.keys import GraphKey, explain_miss
-from autograph_cg.runtime.tree import UnsupportedArgument, flatten, unflatten
+from autograph_cg.runtime.tree import Tree, UnsupportedArgument, unflatten
 
-is_array = lambda x: isinstance(x, np.ndarray)  # noqa: E731
-never = lambda x: False  # noqa: E731
+TREE = Tree(lambda x: isinstance(x, np.ndarray), lambda x: False)
+flatten = TREE.flatten
 
 
 class Mode(enum.Enum):
@@ -24,7 +24,7 @@ class Mode(enum.Enum):
 def test_flatten_round_trip_keeps_structure_and_constants():
     a, b = np.zeros(2), np.ones(3)
     obj = ((a, [b, 3, "x"], {"k": a, "m": Mode.A}), {"scale": 0.5, "none": None})
-    tensors, spec = flatten(obj, is_array, never)
+    tensors, spec = flatten(obj)
     assert [id(t) for t in tensors] == [id(a), id(b), id(a)]
     rebuilt = unflatten(spec, tensors)
     assert rebuilt[0][1][1:] == [3, "x"] and rebuilt[0][2]["m"] is Mode.A and rebuilt[1] == obj[1]
@@ -33,7 +33,7 @@ def test_flatten_round_trip_keeps_structure_and_constants():
 
 def test_constants_key_by_type_and_value():
     def spec(value):
-        return flatten((value,), is_array, never)[1]
+        return flatten((value,))[1]
 
     assert spec(1) == spec(1)
     assert spec(1) != spec(True) != spec(1.0)
@@ -43,7 +43,7 @@ def test_constants_key_by_type_and_value():
 @pytest.mark.parametrize("value", [object(), [np.zeros(1), {1, 2}], {(1, 2): np.zeros(1)}])
 def test_values_that_cannot_key_a_graph_are_refused(value):
     with pytest.raises(UnsupportedArgument):
-        flatten(value, is_array, never)
+        flatten(value)
 
 
 def test_a_miss_is_explained_by_the_first_difference():

@@ -1,0 +1,66 @@
+"""torch.compile inside a wrapped layer: a compiled module, or a compiled block inside one, captures and
+trains like eager (AOTAutograd's backend on CPU, Inductor on CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.runtime.harness import assert_all_close, randn
+
+torch = pytest.importorskip("torch")
+
+D, B = 8, 4
+
+
+def compiled(fw, module):
+    # Inductor on CUDA is what users run; on CPU AOTAutograd alone compiles in seconds and gives the
+    # compiled backward (and its donated buffers) all the same.
+    return torch.compile(module, backend="inductor" if fw.device == "cuda" else "aot_eager")
+
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_a_compiled_module_captures_and_trains_like_eager(torch_fw, where):
+    fw = torch_fw
+    ref = fw.container([fw.build("MLP", D), fw.build("MLP", D)])
+    twin = fw.twin(ref)
+    if where == "outside":  # CUDAGraphedLayer(torch.compile(model))
+        wrapped = fw.wrap(compiled(fw, twin), num_warmup_steps=1)
+    else:  # a compiled block inside the wrapped model
+        twin[1] = compiled(fw, twin[1])
+        wrapped = fw.wrap(twin, num_warmup_steps=1)
+    opt_ref, opt_wrapped = fw.sgd(ref, 0.1), fw.sgd(wrapped, 0.1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model, opt in ((wrapped, opt_wrapped), (ref, opt_ref)):
+            xt = fw.tensor(x, True)
+            y = model(xt)
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y), fw.grad(xt)] + fw.param_grads(model))
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        assert_all_close(got[0], got[1], 1e-4, f"step {step}")
+    stats = wrapped.stats
+    assert stats["disabled_reason"] is None and stats["captures"] == 1
+    assert stats["backward_replays"] == 3 and stats["eager_backwards"] == 0
+    wrapped.eval()
+    ref.eval()
+    with fw.no_grad():
+        for _ in range(3):
+            x = randn(B, D)
+            assert_all_close([fw.numpy(wrapped(fw.tensor(x)))], [fw.numpy(ref(fw.tensor(x)))], 1e-4, "inference")
+    assert wrapped.stats["captures"] == 2
+
+
+def test_a_second_backward_through_a_compiled_capture(torch_fw):
+    """The retained autograd graph of a capture serves an eager backward (here: retain_graph)."""
+    fw = torch_fw
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(compiled(fw, fw.twin(ref)), num_warmup_steps=0)
+    x = randn(B, D)
+    for model in (wrapped, ref):
+        loss = fw.loss(model(fw.tensor(x, True)))
+        fw.backward(loss, retain_graph=True)
+        fw.backward(loss)
+    assert_all_close(fw.param_grads(wrapped), fw.param_grads(ref), 1e-4, "param grads")
+    assert wrapped.stats["disabled_reason"] is None

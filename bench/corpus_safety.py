@@ -1,8 +1,10 @@
-"""The rewriter never corrupts code: every file the plan touches, checked against an independent AST comparison.
+"""The analyzer never fails and the rewriter never corrupts code, on every file of the real-world corpus.
 
-    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--wrap-unknown] [--sample N]
+    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--wrap-unknown] [--sample N]
 
-Each corpus distribution (``bench/corpus.py``) goes through ``bench/rewrite_corpus.py``'s run on a scratch
+Each distribution first goes through ``autograph-cg lint`` and ``autograph-cg plan`` as a user runs them
+(JSON output, every rule selected, no cache): any traceback, "internal error" line, exit status other than
+0 or 1, or output that is not JSON counts as an internal error. Then each corpus distribution (``bench/corpus.py``) goes through ``bench/rewrite_corpus.py``'s run on a scratch
 copy (every rewritten file re-parses, undo restores it byte for byte, a second rewrite changes nothing, a
 fresh analysis sees every wrapper as existing). On top of that, each touched file is rewritten again in
 memory and its AST is compared with the original's node by node: exactly the planned calls may be wrapped,
@@ -15,8 +17,10 @@ the end every file of the scratch copy must equal its source. Prints counts; exi
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +33,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from corpus import CorpusRoot, python_files  # noqa: E402
-from rewrite_corpus import Tally, _row, bench_root, corpus_parser, fetch_roots  # noqa: E402
+from rewrite_corpus import REPO, Tally, _row, bench_root, corpus_parser, fetch_roots  # noqa: E402
 
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
@@ -55,10 +59,14 @@ class Safety:
     wrapped: int = 0  # wrappers the AST comparison counted
     left_changed: int = 0  # files of the scratch copy that differ from their source at the end
     ast_s: float = 0.0  # the second analysis, the in-memory rewrite and the comparison
+    internal_errors: int = 0  # failures of the analyzer or the rewriter itself (see `cli_failures`)
+    lint_s: float = 0.0
+    plan_s: float = 0.0
     problems: tuple[str, ...] = ()
 
     def failures(self) -> int:
-        return self.tally.failures() + (self.ast_checked - self.ast_exact) + self.left_changed + abs(self.wrapped - self.tally.wrapped)
+        mismatched = (self.ast_checked - self.ast_exact) + self.left_changed + abs(self.wrapped - self.tally.wrapped)
+        return self.tally.failures() + mismatched + self.internal_errors
 
     def add(self, other: Safety) -> None:
         self.tally.add(other.tally)
@@ -67,13 +75,45 @@ class Safety:
         self.wrapped += other.wrapped
         self.left_changed += other.left_changed
         self.ast_s += other.ast_s
+        self.internal_errors += other.internal_errors
+        self.lint_s += other.lint_s
+        self.plan_s += other.plan_s
         self.problems += other.problems
 
     def row(self, name: str) -> str:
         return (
             f"{_row(name, self.tally)}; ast-exact {self.ast_exact}/{self.ast_checked} ({self.wrapped} wrappers), "
-            f"left changed {self.left_changed}; ast check {self.ast_s:.2f}s"
+            f"left changed {self.left_changed}; ast check {self.ast_s:.2f}s; "
+            f"lint {self.lint_s:.2f}s, plan {self.plan_s:.2f}s, internal errors {self.internal_errors}"
         )
+
+
+# ----- the commands as a user runs them --------------------------------------------------------------------
+
+
+def cli_failures(returncode: int, stdout: str, stderr: str) -> list[str]:
+    """What says that a `lint`/`plan` run failed inside the tool rather than reported on the code."""
+    out = [line.strip() for line in stderr.splitlines() if "internal error" in line.lower()]
+    if "Traceback (most recent call last)" in stderr:
+        out.append(f"traceback: {stderr.strip().splitlines()[-1]}")
+    if returncode not in (0, 1) and not out:
+        out.append(f"exit status {returncode}: {(stderr.strip().splitlines() or ['no message'])[-1]}")
+    try:
+        json.loads(stdout)
+    except ValueError:
+        out.append("the output is not JSON")
+    return out
+
+
+def run_cli(command: str, path: Path, jobs: int | None = None) -> tuple[float, list[str]]:
+    """Seconds and internal failures of `autograph-cg <command>` on one tree: JSON, every rule, no cache."""
+    argv = [sys.executable, "-m", "autograph_cg", command, str(path), "--format", "json", "--select", "ALL", "--no-cache", "-q"]
+    if jobs:
+        argv += ["--jobs", str(jobs)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    return time.perf_counter() - start, [f"{command}: {line}" for line in cli_failures(proc.returncode, proc.stdout, proc.stderr)]
 
 
 # ----- the AST comparison ----------------------------------------------------------------------------------
@@ -193,6 +233,21 @@ def _check_file(path: str, sites: list[WrapSite]) -> tuple[str, int, str | None]
     return path, wrapped, problem
 
 
+def check_tree(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_unknown: bool = False) -> Safety:
+    """`lint` and `plan` as a user runs them, then `check_root`; a failure inside the library is counted and the run goes on."""
+    lint_s, lint_failures = run_cli("lint", root.path, jobs)
+    plan_s, plan_failures = run_cli("plan", root.path, jobs)
+    failed = (*lint_failures, *plan_failures)
+    try:
+        result = check_root(root, scratch, jobs, wrap_unknown)
+    except Exception as exc:  # noqa: BLE001 - a failure of the analyzer or the rewriter is what this bench counts
+        result = Safety(Tally(), internal_errors=1, problems=(f"rewrite: internal error: {type(exc).__name__}: {exc}",))
+    result.lint_s, result.plan_s = lint_s, plan_s
+    result.internal_errors += len(failed)
+    result.problems = failed + result.problems
+    return result
+
+
 def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_unknown: bool = False) -> Safety:
     """The rewrite bench on a scratch copy of `root`, then the AST comparison of every touched file and a byte check of all."""
     tally = bench_root(root, scratch, jobs, wrap_unknown)
@@ -267,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = corpus_parser(__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=0, help="check a fixed sample of N corpus files instead of all")
     args = parser.parse_args(argv)
-    roots = fetch_roots("corpus_safety", args.corpus)
+    roots = fetch_roots("corpus_safety", args.corpus, args.set)
     if roots is None:
         return 1
     total = Safety(Tally())
@@ -276,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.sample:
             roots = [sample_root(sample_files(roots, args.sample), scratch / "sample-src" / "sample")]
         for root in roots:
-            result = check_root(root, scratch / "work", args.jobs, args.wrap_unknown)
+            result = check_tree(root, scratch / "work", args.jobs, args.wrap_unknown)
             print(result.row(f"{root.name}-{root.version}"), flush=True)
             for line in result.problems:
                 print(f"  {line}", flush=True)

@@ -1,6 +1,6 @@
 """The rewriter on the real-world corpus: what the plan touches, and whether every edit is safe and reversible.
 
-    python bench/rewrite_corpus.py [--jobs N] [--corpus DIR] [--wrap-unknown]
+    python bench/rewrite_corpus.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--wrap-unknown]
 
 Each distribution fetched by ``bench/corpus.py`` is copied into a scratch directory and analyzed as one
 package; the plan is then applied in place (the copy, never the cache). Prints, per distribution and in
@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corpus import CorpusRoot, fetch_all
+from corpus import SETS, CorpusRoot, fetch_all
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -146,14 +146,15 @@ def corpus_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--jobs", type=int, default=None, help="processes (default: one per core)")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus cache (default: see bench/corpus.py)")
+    parser.add_argument("--set", choices=sorted(SETS), default="base", help="which distributions (default: base; see bench/corpus.py)")
     parser.add_argument("--wrap-unknown", action="store_true", help="let the plan wrap classes whose verdict is unknown")
     return parser
 
 
-def fetch_roots(tool: str, corpus: Path | None) -> list | None:
-    """The corpus distributions, or None after saying on stderr why they could not be fetched."""
+def fetch_roots(tool: str, corpus: Path | None, name: str = "base") -> list | None:
+    """The distributions of set `name`, or None after saying on stderr why they could not be fetched."""
     try:
-        return fetch_all(corpus)
+        return fetch_all(corpus, SETS[name])
     except (RuntimeError, OSError) as exc:
         print(f"{tool}: cannot fetch the corpus: {exc}", file=sys.stderr)
         return None
@@ -161,7 +162,7 @@ def fetch_roots(tool: str, corpus: Path | None) -> list | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = corpus_parser(__doc__.splitlines()[0]).parse_args(argv)
-    roots = fetch_roots("rewrite_corpus", args.corpus)
+    roots = fetch_roots("rewrite_corpus", args.corpus, args.set)
     if roots is None:
         return 1
     total = Tally()

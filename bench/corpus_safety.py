@@ -32,14 +32,14 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from corpus import CorpusRoot, python_files  # noqa: E402
+from corpus import CorpusRoot  # noqa: E402
 from rewrite_corpus import REPO, Tally, _row, bench_root, corpus_parser, fetch_roots  # noqa: E402
 
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
 from autograph_cg.rewrite import Unsafe, WrapSettings, rewrite_source  # noqa: E402
 from autograph_cg.rewrite.shape import WRAPPER, ast_is_runtime_import  # noqa: E402
-from autograph_cg.sources import decode  # noqa: E402
+from autograph_cg.sources import decode, discover  # noqa: E402
 
 SAMPLE_MARKERS = (b"LayerList", b"ModuleList", b"Sequential")
 SAMPLE_MAX_LINES = 1200
@@ -289,11 +289,14 @@ def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_un
 
 
 def sample_files(roots: Sequence[CorpusRoot], count: int) -> list[tuple[CorpusRoot, Path]]:
-    """A fixed sample: files that build layer containers, not too long, evenly spaced over each distribution."""
+    """A fixed sample: files that build layer containers, not too long, evenly spaced over each distribution.
+
+    Only files the analyzer reads by default (not under `dist/`, `build/`, ...), so that each sampled file is analyzed.
+    """
     per_root = [
         [
             f
-            for f in python_files([r])
+            for f in sorted(Path(s.path) for s in discover([str(r.path)])[0])
             if any(m in (data := f.read_bytes()) for m in SAMPLE_MARKERS) and b"def forward" in data and data.count(b"\n") <= SAMPLE_MAX_LINES
         ]
         for r in roots

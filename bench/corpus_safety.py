@@ -19,13 +19,13 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +33,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from corpus import CorpusRoot  # noqa: E402
-from rewrite_corpus import REPO, Tally, _row, bench_root, corpus_parser, fetch_roots  # noqa: E402
+from rewrite_corpus import REPO, Tally, _row, bench_root, corpus_parser, fetch_roots, pool_map  # noqa: E402
 
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
@@ -43,6 +43,7 @@ from autograph_cg.sources import decode, discover  # noqa: E402
 
 SAMPLE_MARKERS = (b"LayerList", b"ModuleList", b"Sequential")
 SAMPLE_MAX_LINES = 1200
+INTERNAL_ERROR = re.compile(r"internal error(?: in |: )", re.IGNORECASE)  # one line per error, not the closing count
 
 
 class Mismatch(Exception):
@@ -59,7 +60,7 @@ class Safety:
     wrapped: int = 0  # wrappers the AST comparison counted
     left_changed: int = 0  # files of the scratch copy that differ from their source at the end
     ast_s: float = 0.0  # the second analysis, the in-memory rewrite and the comparison
-    internal_errors: int = 0  # failures of the analyzer or the rewriter itself (see `cli_failures`)
+    internal_errors: int = 0  # of `lint` and `plan` (see `cli_failures`), or raised by the library
     lint_s: float = 0.0
     plan_s: float = 0.0
     problems: tuple[str, ...] = ()
@@ -93,7 +94,7 @@ class Safety:
 
 def cli_failures(returncode: int, stdout: str, stderr: str) -> list[str]:
     """What says that a `lint`/`plan` run failed inside the tool rather than reported on the code."""
-    out = [line.strip() for line in stderr.splitlines() if "internal error" in line.lower()]
+    out = [line.strip() for line in stderr.splitlines() if INTERNAL_ERROR.search(line)]
     if "Traceback (most recent call last)" in stderr:
         out.append(f"traceback: {stderr.strip().splitlines()[-1]}")
     if returncode not in (0, 1) and not out:
@@ -258,12 +259,7 @@ def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_un
     for site in analysis.plan.sites:
         if not site.existing:
             by_path.setdefault(site.path, []).append(site)
-    workers = jobs or os.cpu_count() or 1
-    if workers > 1 and len(by_path) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            checked = list(pool.map(_check_file, by_path, by_path.values()))
-    else:
-        checked = [_check_file(p, s) for p, s in by_path.items()]
+    checked = pool_map(_check_file, by_path.items(), jobs)
     result = Safety(tally, ast_s=time.perf_counter() - start)
     problems = []
     for item in checked:

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import shutil
 import sys
 import tempfile
 import time
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from corpus import SETS, CorpusRoot, fetch_all
 
@@ -32,6 +36,7 @@ from autograph_cg.api import Options, analyze  # noqa: E402
 from autograph_cg.rewrite import Status, rewrite_files, rewrite_source, undo_files, undo_source  # noqa: E402
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 
+T = TypeVar("T")
 
 @dataclass
 class Tally:
@@ -47,6 +52,7 @@ class Tally:
     seen_existing: int = 0  # wrappers the re-analysis recognised as already there
     lines: int = 0  # lines of the changed files
     replan_changes: int = 0  # files a fresh analysis + rewrite of the rewritten tree would change again
+    internal_errors: int = 0  # bugs the analyses and the rewrite met and contained
     analyze_s: float = 0.0
     rewrite_s: float = 0.0
     undo_s: float = 0.0
@@ -57,7 +63,17 @@ class Tally:
 
     def failures(self) -> int:
         lost = self.changed - self.reparsed + self.changed - self.undo_exact + self.changed - self.stable
-        return lost + self.replan_changes + abs(self.wrapped - self.seen_existing)
+        return lost + self.replan_changes + abs(self.wrapped - self.seen_existing) + self.internal_errors
+
+
+def pool_map(fn: Callable[..., T], args: Iterable[tuple[Any, ...]], jobs: int | None) -> list[T]:
+    """`fn(*a)` for each tuple of `args`, in a process pool when more than one process is asked for (libcst is slow)."""
+    items = list(args)
+    workers = jobs or os.cpu_count() or 1
+    if workers == 1 or len(items) < 2:
+        return [fn(*a) for a in items]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, *zip(*items), chunksize=max(1, len(items) // (workers * 8))))
 
 
 def _copy_py(src: Path, dest: Path) -> None:
@@ -75,6 +91,12 @@ def _parses(data: bytes) -> bool:
         except (SyntaxError, ValueError):
             return False
     return True
+
+
+def _recheck(path: str, original: bytes, sites: list[WrapSite]) -> tuple[bool, bool, bool]:
+    """Whether a rewritten file re-parses, undo gives back `original`, and rewriting it again changes nothing."""
+    new = Path(path).read_bytes()
+    return _parses(new), undo_source(new).new == original, rewrite_source(new, sites).new == new
 
 
 def bench_root(root: CorpusRoot, scratch: Path, jobs: int | None, wrap_unknown: bool) -> Tally:
@@ -96,7 +118,7 @@ def bench_root(root: CorpusRoot, scratch: Path, jobs: int | None, wrap_unknown: 
     originals = {p: Path(p).read_bytes() for p in by_path}
 
     start = time.perf_counter()
-    report = rewrite_files(new_sites, t.files)
+    report = rewrite_files(new_sites, t.files, errors=analysis.errors, jobs=jobs)
     t.rewrite_s = time.perf_counter() - start
 
     for result in report.files:
@@ -112,13 +134,14 @@ def bench_root(root: CorpusRoot, scratch: Path, jobs: int | None, wrap_unknown: 
     again: dict[str, list[WrapSite]] = {}
     for s in replan.plan.sites:
         again.setdefault(s.path, []).append(s)
-    t.replan_changes = len(rewrite_files(replan.plan.sites, len(replan.files), write=False).changed)
-    for r in changed:
-        new = Path(r.path).read_bytes()
-        t.reparsed += _parses(new)
-        t.undo_exact += undo_source(new).new == originals[r.path]
+    t.replan_changes = len(rewrite_files(replan.plan.sites, len(replan.files), write=False, errors=replan.errors, jobs=jobs).changed)
+    t.internal_errors = analysis.summary.internal_errors + replan.summary.internal_errors + t.skipped["internal-error"]
+    checks = pool_map(_recheck, [(r.path, originals[r.path], again.get(r.path, [])) for r in changed], jobs)
+    for r, (reparsed, undo_exact, stable) in zip(changed, checks):
+        t.reparsed += reparsed
+        t.undo_exact += undo_exact
         t.seen_existing += sum(s.existing for s in again.get(r.path, ()))
-        t.stable += rewrite_source(new, again.get(r.path, [])).new == new
+        t.stable += stable
 
     start = time.perf_counter()
     undo = undo_files(list(by_path))
@@ -136,7 +159,7 @@ def _row(name: str, t: Tally) -> str:
         f"{name:<22} {t.files:5d} files {t.sites:5d} sites {t.touched:4d} touched {t.changed:4d} changed "
         f"(skipped: {skipped}); {t.wrapped} wrapped, {t.seen_existing} seen again as existing; "
         f"reparse {t.reparsed}/{t.changed} undo-exact {t.undo_exact}/{t.changed} stable {t.stable}/{t.changed} "
-        f"re-plan changes {t.replan_changes}; analyze {t.analyze_s:.2f}s, rewrite {t.rewrite_s:.2f}s "
+        f"re-plan changes {t.replan_changes}, internal errors {t.internal_errors}; analyze {t.analyze_s:.2f}s, rewrite {t.rewrite_s:.2f}s "
         f"({t.lines} lines), undo {t.undo_s:.2f}s"
     )
 

@@ -120,7 +120,7 @@ def corpus_sample(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 
 def test_corpus_sample_never_makes_the_analyzer_fail(corpus_sample: tuple[int, safety.Safety]) -> None:
     _, result = corpus_sample
-    assert result.internal_errors == 0, "\n".join(result.problems)
+    assert result.internal_errors == result.tally.internal_errors == 0, "\n".join((result.row("sample"), *result.problems))
 
 
 def test_corpus_sample_rewrites_safely(corpus_sample: tuple[int, safety.Safety]) -> None:
@@ -180,3 +180,24 @@ def test_a_sequential_wrapped_whole_keeps_its_items_inside_the_graph(tmp_path: P
     result = safety.check_root(_root("sequential", pkg), tmp_path / "work", jobs=1)
     assert result.tally.changed == 1
     assert result.failures() == 0, result.row("sequential")
+
+
+@pytest.mark.parametrize(
+    ("returncode", "stdout", "stderr", "why"),
+    [
+        (1, "{}", "autograph-cg: error: m.py: internal error in A.forward: KeyError: 'pad' (rules/host_sync.py:103)\n"
+         "autograph-cg: error: 1 internal error(s); the rest was analyzed\n", "internal error in A.forward"),
+        (1, "{}", "Traceback (most recent call last):\n  File ...\nKeyError: 'pad'\n", "traceback: KeyError: 'pad'"),
+        (2, "{}", "autograph-cg: error: nothing could be analyzed\n", "exit status 2: autograph-cg: error: nothing could be analyzed"),
+        (0, "{", "", "the output is not JSON"),
+    ],
+    ids=["internal-error-line", "traceback", "exit-2", "not-json"],
+)
+def test_a_failing_command_is_counted_once(returncode: int, stdout: str, stderr: str, why: str) -> None:
+    failures = safety.cli_failures(returncode, stdout, stderr)
+    assert len(failures) == 1 and why in failures[0], failures
+
+
+def test_a_command_that_reports_findings_has_not_failed() -> None:
+    stderr = "m.py:3: SyntaxWarning: invalid escape sequence '\\d'\nautograph-cg: error: bad.py: cannot parse\n"
+    assert safety.cli_failures(1, '{"findings": []}', stderr) == []

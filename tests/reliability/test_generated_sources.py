@@ -32,9 +32,10 @@ from tests.reliability.generate import EVERY_RULE, EXAMPLES, example_settings
 PROPERTY = example_settings(30)
 STRATEGIES = {"grammar": hypothesmith.from_grammar(), "node": hypothesmith.from_node()}
 HEADS = {
-    "torch": ("import torch\nimport torch.nn as nn\n", "nn.Module"),
-    "paddle": ("import paddle\nimport paddle.nn as nn\n", "nn.Layer"),
+    "torch": ("import torch\nimport torch.nn as nn\n", "nn.Module", "torch.tanh"),
+    "paddle": ("import paddle\nimport paddle.nn as nn\n", "nn.Layer", "paddle.tanh"),
 }
+TENSOR_NAMES = 8  # free names of a program bound to tensors at the top of the forward it becomes
 INTERNAL = "internal error"
 
 
@@ -48,9 +49,16 @@ def _tree(text: str) -> ast.Module | None:
 
 
 def package_files(source: str, framework: str) -> dict[str, str]:
-    """The generated program as `generated.py` with a probing layer after it, as a forward body, and imported."""
-    head, base = HEADS[framework]
-    body = _tree(source).body  # type: ignore[union-attr]  # hypothesmith's programs parse
+    """The generated program as `generated.py` with a probing layer after it, as a forward body, and imported.
+
+    In the forward body, the names the program reads are tensors first, so that the rules have something to judge.
+    """
+    head, base, op = HEADS[framework]
+    tree = _tree(source)
+    assert tree is not None  # hypothesmith's programs parse
+    body = tree.body
+    read = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {"__debug__"})
+    tensors = "".join(f"        {name} = {op}(x)\n" for name in read[:TENSOR_NAMES])
     classes = [s.name for s in body if isinstance(s, ast.ClassDef)]
     functions = [s.name for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     init = "".join(f"        self.g{i} = {name}()\n" for i, name in enumerate(classes))
@@ -58,7 +66,7 @@ def package_files(source: str, framework: str) -> dict[str, str]:
     calls += "".join(f"        x = {name}(x)\n" for name in functions)
     probe = f"\n{head}\n\nclass Probe({base}):\n    def __init__(self):\n        super().__init__()\n{init}\n    def forward(self, x):\n{calls}        return x\n"
     files = {"__init__.py": "", "generated.py": source + "\n" + probe, "uses.py": f"from .generated import *\nfrom . import generated\n{head}\n\nclass Uses({base}):\n    def forward(self, x):\n        return generated.Probe()(x) + Probe()(x)\n"}
-    inside = f"{head}\n\nclass Inside({base}):\n    def forward(self, x):\n{textwrap.indent(source, ' ' * 8)}\n        return x\n"
+    inside = f"{head}\n\nclass Inside({base}):\n    def forward(self, x):\n{tensors}{textwrap.indent(source, ' ' * 8)}\n        return x\n"
     if _tree(inside) is not None:  # indenting can break a program (a form feed at a line start, a future import)
         files["inside.py"] = inside
     return files
@@ -105,3 +113,5 @@ def test_generated_programs_never_make_the_analyzer_fail(strategy: str, data: st
     EXAMPLES[f"generated ({strategy})"] += 1
     if "inside.py" in files:
         EXAMPLES[f"generated ({strategy}), also as a forward body"] += 1
+    if any(f.path.endswith("inside.py") for f in analysis.findings):  # the rules walked the program, not only the parser
+        EXAMPLES[f"generated ({strategy}), with findings in the forward body"] += 1

@@ -1,6 +1,6 @@
 """The analyzer never fails and the rewriter never corrupts code, on every file of the real-world corpus.
 
-    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--wrap-unknown] [--sample N]
+    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--only NAME,...] [--wrap-unknown] [--sample N]
 
 Each distribution first goes through ``autograph-cg lint`` and ``autograph-cg plan`` as a user runs them
 (JSON output, every rule selected, no cache): any traceback, "internal error" line, exit status other than
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = corpus_parser(__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=0, help="check a fixed sample of N corpus files instead of all")
     args = parser.parse_args(argv)
-    roots = fetch_roots("corpus_safety", args.corpus, args.set)
+    roots = fetch_roots("corpus_safety", args.corpus, args.set, args.only)
     if roots is None:
         return 1
     total = Safety(Tally())

@@ -1,6 +1,6 @@
 """The rewriter on the real-world corpus: what the plan touches, and whether every edit is safe and reversible.
 
-    python bench/rewrite_corpus.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--wrap-unknown]
+    python bench/rewrite_corpus.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--only NAME,...] [--wrap-unknown]
 
 Each distribution fetched by ``bench/corpus.py`` is copied into a scratch directory and analyzed as one
 package; the plan is then applied in place (the copy, never the cache). Prints, per distribution and in
@@ -170,14 +170,21 @@ def corpus_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=None, help="processes (default: one per core)")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus cache (default: see bench/corpus.py)")
     parser.add_argument("--set", choices=sorted(SETS), default="base", help="which distributions (default: base; see bench/corpus.py)")
+    parser.add_argument("--only", default="", help="comma-separated distribution names of the set to run (default: all of them)")
     parser.add_argument("--wrap-unknown", action="store_true", help="let the plan wrap classes whose verdict is unknown")
     return parser
 
 
-def fetch_roots(tool: str, corpus: Path | None, name: str = "base") -> list | None:
-    """The distributions of set `name`, or None after saying on stderr why they could not be fetched."""
+def fetch_roots(tool: str, corpus: Path | None, name: str = "base", only: str = "") -> list | None:
+    """The distributions of set `name` (those named in `only`, when given), or None after saying on stderr why not."""
+    wanted = {n.strip() for n in only.split(",") if n.strip()}
+    distributions = tuple(d for d in SETS[name] if not wanted or d[0] in wanted)
+    unknown = wanted - {d[0] for d in distributions}
+    if unknown:
+        print(f"{tool}: not in the {name} set: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return None
     try:
-        return fetch_all(corpus, SETS[name])
+        return fetch_all(corpus, distributions)
     except (RuntimeError, OSError) as exc:
         print(f"{tool}: cannot fetch the corpus: {exc}", file=sys.stderr)
         return None
@@ -185,7 +192,7 @@ def fetch_roots(tool: str, corpus: Path | None, name: str = "base") -> list | No
 
 def main(argv: list[str] | None = None) -> int:
     args = corpus_parser(__doc__.splitlines()[0]).parse_args(argv)
-    roots = fetch_roots("rewrite_corpus", args.corpus, args.set)
+    roots = fetch_roots("rewrite_corpus", args.corpus, args.set, args.only)
     if roots is None:
         return 1
     total = Tally()

@@ -11,7 +11,7 @@ imports the first. Every rule is selected. A failure prints the generated progra
 from __future__ import annotations
 
 import ast
-import json
+import dataclasses
 import tempfile
 import textwrap
 import warnings
@@ -23,8 +23,10 @@ from click.testing import CliRunner
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from autograph_cg.analysis.failures import INTERNAL
 from autograph_cg.api import Analysis, analyze
 from autograph_cg.cli import main
+from autograph_cg.rules.dispatch import DISPATCH
 from tests.reliability.bench import safety
 from tests.reliability.generate import EVERY_RULE, EXAMPLES, example_settings
 
@@ -36,7 +38,6 @@ HEADS = {
     "paddle": ("import paddle\nimport paddle.nn as nn\n", "nn.Layer", "paddle.tanh"),
 }
 TENSOR_NAMES = 8  # free names of a program bound to tensors at the top of the forward it becomes
-INTERNAL = "internal error"
 
 
 def _tree(text: str) -> ast.Module | None:
@@ -79,10 +80,12 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def library_failures(analysis: Analysis) -> list[str]:
-    """Source errors on valid code, and verdicts that an internal error decided."""
+    """Source errors on valid code (internal errors are reported among them), and verdicts that one decided."""
     out = [str(e) for e in analysis.errors]
+    if analysis.summary.internal_errors and not out:
+        out.append(f"{analysis.summary.internal_errors} internal errors")
     for verdict in analysis.plan.verdicts.values():
-        out += [f"{verdict.qualname}: {r.message}" for r in verdict.reasons if INTERNAL in r.message.lower()]
+        out += [f"{verdict.qualname}: {r.message}" for r in verdict.reasons if r.code == INTERNAL]
     return out
 
 
@@ -115,3 +118,18 @@ def test_generated_programs_never_make_the_analyzer_fail(strategy: str, data: st
         EXAMPLES[f"generated ({strategy}), also as a forward body"] += 1
     if any(f.path.endswith("inside.py") for f in analysis.findings):  # the rules walked the program, not only the parser
         EXAMPLES[f"generated ({strategy}), with findings in the forward body"] += 1
+
+
+def _boom(*args: object) -> bool:
+    raise KeyError("injected")
+
+
+def test_the_checks_see_an_internal_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that raises (a stand-in for any analyzer bug) fails the library check and both commands' checks."""
+    for table in (DISPATCH.ops, DISPATCH.op_methods):
+        monkeypatch.setitem(table, "reshape", tuple(dataclasses.replace(r, guard=_boom) for r in table["reshape"]))
+    root = tmp_path / "pkg"
+    _write(root, package_files("y = a.reshape(a.shape[0], -1)\n", "torch"))
+    assert any("Inside.forward" in line for line in library_failures(analyze([str(root)], EVERY_RULE)))
+    for command in ("lint", "plan"):
+        assert any("internal error in Inside.forward" in line for line in cli_failures(command, root)), command

@@ -5,7 +5,10 @@ The corpus is third-party code, so it is never committed: each distribution is d
 one directory per distribution. A marker file written last makes the fetch idempotent and lets an
 interrupted extraction be redone.
 
-    python bench/corpus.py            # fetch what is missing, print roots with file and line counts
+    python bench/corpus.py [--set base|wide|all]   # fetch what is missing, print roots with file and line counts
+
+Two sets: ``base`` (the analyzer's speed figures are measured on it) and ``wide`` (more packages of both
+frameworks, for the crash and rewrite-safety runs of ``bench/corpus_safety.py``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,40 @@ DISTRIBUTIONS: tuple[tuple[str, str], ...] = (
     ("paddleocr", "3.7.0"),
     ("timm", "1.0.31"),
 )
-EXPECTED_FILES = 2645
-EXPECTED_LINES = 756_000
+WIDE_DISTRIBUTIONS: tuple[tuple[str, str], ...] = (
+    ("transformers", "5.23.0"),
+    ("diffusers", "0.42.1"),
+    ("mmdet", "3.3.0"),
+    ("monai", "1.6.1"),
+    ("kornia", "0.9.0"),
+    ("torch-geometric", "2.8.1"),
+    ("speechbrain", "1.1.2"),
+    ("ultralytics", "8.4.190"),
+    ("torchmetrics", "1.9.0"),
+    ("peft", "0.21.2"),
+    ("torchvision", "0.29.1"),
+    ("pytorch-lightning", "2.6.6"),
+    ("sentence-transformers", "6.2.0"),
+    ("torchaudio", "2.11.0"),
+    ("open-clip-torch", "3.3.0"),
+    ("ppdiffusers", "0.29.0"),
+    ("paddlespeech", "1.5.0"),
+    ("paddlesci", "1.4.0"),
+    ("paddlets", "1.1.0"),
+    ("paddle3d", "1.0.0"),
+    ("paddle-quantum", "2.4.0"),
+    ("ppgan", "2.1.0"),
+    ("paddleslim", "2.6.0"),
+    ("paddlehub", "2.4.0"),
+)
+SETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "base": DISTRIBUTIONS,
+    "wide": WIDE_DISTRIBUTIONS,
+    "all": DISTRIBUTIONS + WIDE_DISTRIBUTIONS,
+}
+# About how many files and lines each set holds, to notice a fetch that went wrong.
+EXPECTED: dict[str, tuple[int, int]] = {"base": (2645, 756_000), "wide": (11893, 3_678_000)}
+EXPECTED["all"] = (EXPECTED["base"][0] + EXPECTED["wide"][0], EXPECTED["base"][1] + EXPECTED["wide"][1])
 MARKER = ".autograph-cg-corpus.json"
 
 
@@ -133,9 +168,9 @@ def fetch_one(name: str, version: str, base: Path | None = None) -> CorpusRoot:
     return result
 
 
-def fetch_all(base: Path | None = None) -> list[CorpusRoot]:
-    """Every corpus distribution, fetched where missing."""
-    return [fetch_one(name, version, base) for name, version in DISTRIBUTIONS]
+def fetch_all(base: Path | None = None, distributions: tuple[tuple[str, str], ...] = DISTRIBUTIONS) -> list[CorpusRoot]:
+    """Every distribution of a set, fetched where missing."""
+    return [fetch_one(name, version, base) for name, version in distributions]
 
 
 def python_files(roots: list[CorpusRoot]) -> list[Path]:
@@ -146,9 +181,10 @@ def python_files(roots: list[CorpusRoot]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=None, help="corpus cache (default: $AUTOGRAPH_CG_CORPUS or ~/.cache/autograph-cg/corpus)")
+    parser.add_argument("--set", choices=sorted(SETS), default="base", help="which distributions (default: base)")
     args = parser.parse_args(argv)
     try:
-        roots = fetch_all(args.dir)
+        roots = fetch_all(args.dir, SETS[args.set])
     except (RuntimeError, OSError, zipfile.BadZipFile, tarfile.TarError) as exc:
         print(f"corpus: {exc}", file=sys.stderr)
         return 1
@@ -157,9 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     files = sum(r.files for r in roots)
     lines = sum(r.lines for r in roots)
     print(f"{files:6d} files {lines:9d} lines  total")
+    expected_files, expected_lines = EXPECTED[args.set]
     print(
-        f"expected about {EXPECTED_FILES} files and {EXPECTED_LINES} lines: "
-        f"{files - EXPECTED_FILES:+d} files, {lines - EXPECTED_LINES:+d} lines"
+        f"expected about {expected_files} files and {expected_lines} lines: "
+        f"{files - expected_files:+d} files, {lines - expected_lines:+d} lines"
     )
     return 0
 

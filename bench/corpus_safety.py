@@ -1,8 +1,10 @@
-"""The rewriter never corrupts code: every file the plan touches, checked against an independent AST comparison.
+"""The analyzer never fails and the rewriter never corrupts code, on every file of the real-world corpus.
 
-    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--wrap-unknown] [--sample N]
+    python bench/corpus_safety.py [--jobs N] [--corpus DIR] [--set base|wide|all] [--only NAME,...] [--wrap-unknown] [--sample N]
 
-Each corpus distribution (``bench/corpus.py``) goes through ``bench/rewrite_corpus.py``'s run on a scratch
+Each distribution first goes through ``autograph-cg lint`` and ``autograph-cg plan`` as a user runs them
+(JSON output, every rule selected, no cache): any traceback, "internal error" line, exit status other than
+0 or 1, or output that is not JSON counts as an internal error. Then each corpus distribution (``bench/corpus.py``) goes through ``bench/rewrite_corpus.py``'s run on a scratch
 copy (every rewritten file re-parses, undo restores it byte for byte, a second rewrite changes nothing, a
 fresh analysis sees every wrapper as existing). On top of that, each touched file is rewritten again in
 memory and its AST is compared with the original's node by node: exactly the planned calls may be wrapped,
@@ -15,30 +17,33 @@ the end every file of the scratch copy must equal its source. Prints counts; exi
 from __future__ import annotations
 
 import ast
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from corpus import CorpusRoot, python_files  # noqa: E402
-from rewrite_corpus import Tally, _row, bench_root, corpus_parser, fetch_roots  # noqa: E402
+from corpus import CorpusRoot  # noqa: E402
+from rewrite_corpus import REPO, Tally, _row, bench_root, corpus_parser, fetch_roots, pool_map  # noqa: E402
 
 from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
 from autograph_cg.rewrite import Unsafe, WrapSettings, rewrite_source  # noqa: E402
 from autograph_cg.rewrite.shape import WRAPPER, ast_is_runtime_import  # noqa: E402
-from autograph_cg.sources import decode  # noqa: E402
+from autograph_cg.sources import decode, discover  # noqa: E402
 
 SAMPLE_MARKERS = (b"LayerList", b"ModuleList", b"Sequential")
 SAMPLE_MAX_LINES = 1200
+INTERNAL_ERROR = re.compile(r"internal error(?: in |: )", re.IGNORECASE)  # one line per error, not the closing count
 
 
 class Mismatch(Exception):
@@ -55,10 +60,14 @@ class Safety:
     wrapped: int = 0  # wrappers the AST comparison counted
     left_changed: int = 0  # files of the scratch copy that differ from their source at the end
     ast_s: float = 0.0  # the second analysis, the in-memory rewrite and the comparison
+    internal_errors: int = 0  # of `lint` and `plan` (see `cli_failures`), or raised by the library
+    lint_s: float = 0.0
+    plan_s: float = 0.0
     problems: tuple[str, ...] = ()
 
     def failures(self) -> int:
-        return self.tally.failures() + (self.ast_checked - self.ast_exact) + self.left_changed + abs(self.wrapped - self.tally.wrapped)
+        mismatched = (self.ast_checked - self.ast_exact) + self.left_changed + abs(self.wrapped - self.tally.wrapped)
+        return self.tally.failures() + mismatched + self.internal_errors
 
     def add(self, other: Safety) -> None:
         self.tally.add(other.tally)
@@ -67,13 +76,45 @@ class Safety:
         self.wrapped += other.wrapped
         self.left_changed += other.left_changed
         self.ast_s += other.ast_s
+        self.internal_errors += other.internal_errors
+        self.lint_s += other.lint_s
+        self.plan_s += other.plan_s
         self.problems += other.problems
 
     def row(self, name: str) -> str:
         return (
             f"{_row(name, self.tally)}; ast-exact {self.ast_exact}/{self.ast_checked} ({self.wrapped} wrappers), "
-            f"left changed {self.left_changed}; ast check {self.ast_s:.2f}s"
+            f"left changed {self.left_changed}; ast check {self.ast_s:.2f}s; "
+            f"lint {self.lint_s:.2f}s, plan {self.plan_s:.2f}s, internal errors {self.internal_errors}"
         )
+
+
+# ----- the commands as a user runs them --------------------------------------------------------------------
+
+
+def cli_failures(returncode: int, stdout: str, stderr: str) -> list[str]:
+    """What says that a `lint`/`plan` run failed inside the tool rather than reported on the code."""
+    out = [line.strip() for line in stderr.splitlines() if INTERNAL_ERROR.search(line)]
+    if "Traceback (most recent call last)" in stderr:
+        out.append(f"traceback: {stderr.strip().splitlines()[-1]}")
+    if returncode not in (0, 1) and not out:
+        out.append(f"exit status {returncode}: {(stderr.strip().splitlines() or ['no message'])[-1]}")
+    try:
+        json.loads(stdout)
+    except ValueError:
+        out.append("the output is not JSON")
+    return out
+
+
+def run_cli(command: str, path: Path, jobs: int | None = None) -> tuple[float, list[str]]:
+    """Seconds and internal failures of `autograph-cg <command>` on one tree: JSON, every rule, no cache."""
+    argv = [sys.executable, "-m", "autograph_cg", command, str(path), "--format", "json", "--select", "ALL", "--no-cache", "-q"]
+    if jobs:
+        argv += ["--jobs", str(jobs)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    return time.perf_counter() - start, [f"{command}: {line}" for line in cli_failures(proc.returncode, proc.stdout, proc.stderr)]
 
 
 # ----- the AST comparison ----------------------------------------------------------------------------------
@@ -193,6 +234,21 @@ def _check_file(path: str, sites: list[WrapSite]) -> tuple[str, int, str | None]
     return path, wrapped, problem
 
 
+def check_tree(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_unknown: bool = False) -> Safety:
+    """`lint` and `plan` as a user runs them, then `check_root`; a failure inside the library is counted and the run goes on."""
+    lint_s, lint_failures = run_cli("lint", root.path, jobs)
+    plan_s, plan_failures = run_cli("plan", root.path, jobs)
+    failed = (*lint_failures, *plan_failures)
+    try:
+        result = check_root(root, scratch, jobs, wrap_unknown)
+    except Exception as exc:  # noqa: BLE001 - a failure of the analyzer or the rewriter is what this bench counts
+        result = Safety(Tally(), internal_errors=1, problems=(f"rewrite: internal error: {type(exc).__name__}: {exc}",))
+    result.lint_s, result.plan_s = lint_s, plan_s
+    result.internal_errors += len(failed)
+    result.problems = failed + result.problems
+    return result
+
+
 def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_unknown: bool = False) -> Safety:
     """The rewrite bench on a scratch copy of `root`, then the AST comparison of every touched file and a byte check of all."""
     tally = bench_root(root, scratch, jobs, wrap_unknown)
@@ -203,12 +259,7 @@ def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_un
     for site in analysis.plan.sites:
         if not site.existing:
             by_path.setdefault(site.path, []).append(site)
-    workers = jobs or os.cpu_count() or 1
-    if workers > 1 and len(by_path) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            checked = list(pool.map(_check_file, by_path, by_path.values()))
-    else:
-        checked = [_check_file(p, s) for p, s in by_path.items()]
+    checked = pool_map(_check_file, by_path.items(), jobs)
     result = Safety(tally, ast_s=time.perf_counter() - start)
     problems = []
     for item in checked:
@@ -234,11 +285,14 @@ def check_root(root: CorpusRoot, scratch: Path, jobs: int | None = None, wrap_un
 
 
 def sample_files(roots: Sequence[CorpusRoot], count: int) -> list[tuple[CorpusRoot, Path]]:
-    """A fixed sample: files that build layer containers, not too long, evenly spaced over each distribution."""
+    """A fixed sample: files that build layer containers, not too long, evenly spaced over each distribution.
+
+    Only files the analyzer reads by default (not under `dist/`, `build/`, ...), so that each sampled file is analyzed.
+    """
     per_root = [
         [
             f
-            for f in python_files([r])
+            for f in sorted(Path(s.path) for s in discover([str(r.path)])[0])
             if any(m in (data := f.read_bytes()) for m in SAMPLE_MARKERS) and b"def forward" in data and data.count(b"\n") <= SAMPLE_MAX_LINES
         ]
         for r in roots
@@ -267,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = corpus_parser(__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=0, help="check a fixed sample of N corpus files instead of all")
     args = parser.parse_args(argv)
-    roots = fetch_roots("corpus_safety", args.corpus)
+    roots = fetch_roots("corpus_safety", args.corpus, args.set, args.only)
     if roots is None:
         return 1
     total = Safety(Tally())
@@ -276,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.sample:
             roots = [sample_root(sample_files(roots, args.sample), scratch / "sample-src" / "sample")]
         for root in roots:
-            result = check_root(root, scratch / "work", args.jobs, args.wrap_unknown)
+            result = check_tree(root, scratch / "work", args.jobs, args.wrap_unknown)
             print(result.row(f"{root.name}-{root.version}"), flush=True)
             for line in result.problems:
                 print(f"  {line}", flush=True)

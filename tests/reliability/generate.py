@@ -15,12 +15,16 @@ whole meet a known re-plan bug (the strict xfails in test_corpus_safety.py); ext
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from autograph_cg.api import Options
+from autograph_cg.config import Config
 from autograph_cg.rules.registry import ALL_RULES
 from tests.analysis.helpers import case_source, lint_text, split_case
 
@@ -78,6 +82,13 @@ HOST = [
 ]
 LEAF_HOST = ["for i in range(len(self.extra)):\n    x = x + i", "x = self.scale(x)"]  # a leaf's own attributes
 EXAMPLES: Counter[str] = Counter()  # examples run per test, printed by conftest
+EVERY_RULE = Options(config=Config(select=("ALL",)), jobs=1, use_cache=False)  # the rule-case harness keeps every rule too
+
+
+def example_settings(default: int) -> settings:
+    """Hypothesis settings of a property test: `default` examples in CI, AUTOGRAPH_CG_PROPERTY_EXAMPLES for a longer search."""
+    count = int(os.environ.get("AUTOGRAPH_CG_PROPERTY_EXAMPLES", str(default)))
+    return settings(max_examples=count, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LATIN1 = "éüßàç£"
 UNICODE = LATIN1 + "中文ÅΩ🙂"
 

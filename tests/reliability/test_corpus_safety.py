@@ -1,5 +1,6 @@
 """The corpus safety check in CI: its AST comparison catches every kind of wrong edit, and it holds on the
-fixture packages and on a fixed 40-file sample of the real corpus (when the corpus cache is on this machine).
+fixture packages and on fixed samples of the real corpus (when the corpus cache is on this machine): 40 files
+of the base set and one file of each distribution of the wide set, each through `lint`, `plan` and `rewrite`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from autograph_cg.rewrite import WrapSettings, rewrite_source
 from tests.reliability.bench import REPO, safety
 from tests.rewrite.sites import sites_for
 
-SAMPLE_SIZE = 40
+SAMPLE_SIZES = {"base": 40, "wide": 24}
 SOURCE = b"""import paddle.nn as nn
 
 
@@ -100,34 +101,43 @@ def test_fixture_packages(name: str, tmp_path: Path) -> None:
     assert result.ast_checked == result.tally.changed > 0 and not result.tally.skipped
 
 
-@pytest.fixture(scope="module")
-def corpus_sample(tmp_path_factory: pytest.TempPathFactory) -> safety.Safety:
-    from corpus import DISTRIBUTIONS, MARKER, cache_dir, fetch_one  # bench/ is on the path once the bench module is loaded
+@pytest.fixture(scope="module", params=sorted(SAMPLE_SIZES))
+def corpus_sample(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, safety.Safety]:
+    """How many files were sampled, and what the checks found on them."""
+    from corpus import MARKER, SETS, cache_dir, fetch_one  # bench/ is on the path once the bench module is loaded
 
     base = cache_dir()
-    missing = [f"{n}-{v}" for n, v in DISTRIBUTIONS if not (base / f"{n}-{v}" / MARKER).is_file()]
+    distributions = SETS[request.param]
+    missing = [f"{n}-{v}" for n, v in distributions if not (base / f"{n}-{v}" / MARKER).is_file()]
     if missing:
-        pytest.skip(f"corpus cache absent at {base} ({', '.join(missing)}); `python bench/corpus.py` fetches it")
-    roots = [fetch_one(n, v, base) for n, v in DISTRIBUTIONS]
-    files = safety.sample_files(roots, SAMPLE_SIZE)
-    tmp = tmp_path_factory.mktemp("corpus-sample")
+        pytest.skip(f"corpus cache absent at {base} ({', '.join(missing)}); `python bench/corpus.py --set {request.param}` fetches it")
+    roots = [fetch_one(n, v, base) for n, v in distributions]
+    files = safety.sample_files(roots, SAMPLE_SIZES[request.param])
+    tmp = tmp_path_factory.mktemp(f"corpus-sample-{request.param}")
     root = safety.sample_root(files, tmp / "src" / "sample")
-    return safety.check_root(root, tmp / "work", jobs=2)
+    return root.files, safety.check_tree(root, tmp / "work", jobs=2)
 
 
-def test_corpus_sample_rewrites_safely(corpus_sample: safety.Safety) -> None:
-    t = corpus_sample.tally
-    detail = "\n".join((corpus_sample.row("sample"), *corpus_sample.problems))
-    assert t.files == SAMPLE_SIZE and t.changed > 0, detail
+def test_corpus_sample_never_makes_the_analyzer_fail(corpus_sample: tuple[int, safety.Safety]) -> None:
+    _, result = corpus_sample
+    assert result.internal_errors == result.tally.internal_errors == 0, "\n".join((result.row("sample"), *result.problems))
+
+
+def test_corpus_sample_rewrites_safely(corpus_sample: tuple[int, safety.Safety]) -> None:
+    sampled, result = corpus_sample
+    t = result.tally
+    detail = "\n".join((result.row("sample"), *result.problems))
+    assert t.files == sampled and t.changed > 0, detail
     assert not t.skipped and t.reparsed == t.undo_exact == t.changed, detail
-    assert corpus_sample.ast_exact == corpus_sample.ast_checked == t.changed, detail
-    assert corpus_sample.wrapped == t.wrapped == t.seen_existing, detail
-    assert corpus_sample.left_changed == 0, detail
+    assert result.ast_exact == result.ast_checked == t.changed, detail
+    assert result.wrapped == t.wrapped == t.seen_existing, detail
+    assert result.left_changed == 0, detail
 
 
-def test_corpus_sample_rewrite_is_idempotent(corpus_sample: safety.Safety) -> None:
-    t = corpus_sample.tally
-    assert t.stable == t.changed and t.replan_changes == 0, corpus_sample.row("sample")
+def test_corpus_sample_rewrite_is_idempotent(corpus_sample: tuple[int, safety.Safety]) -> None:
+    _, result = corpus_sample
+    t = result.tally
+    assert t.stable == t.changed and t.replan_changes == 0, result.row("sample")
 
 
 SEQUENTIAL = """import paddle.nn as nn
@@ -170,3 +180,24 @@ def test_a_sequential_wrapped_whole_keeps_its_items_inside_the_graph(tmp_path: P
     result = safety.check_root(_root("sequential", pkg), tmp_path / "work", jobs=1)
     assert result.tally.changed == 1
     assert result.failures() == 0, result.row("sequential")
+
+
+@pytest.mark.parametrize(
+    ("returncode", "stdout", "stderr", "why"),
+    [
+        (1, "{}", "autograph-cg: error: m.py: internal error in A.forward: KeyError: 'pad' (rules/host_sync.py:103)\n"
+         "autograph-cg: error: 1 internal error(s); the rest was analyzed\n", "internal error in A.forward"),
+        (1, "{}", "Traceback (most recent call last):\n  File ...\nKeyError: 'pad'\n", "traceback: KeyError: 'pad'"),
+        (2, "{}", "autograph-cg: error: nothing could be analyzed\n", "exit status 2: autograph-cg: error: nothing could be analyzed"),
+        (0, "{", "", "the output is not JSON"),
+    ],
+    ids=["internal-error-line", "traceback", "exit-2", "not-json"],
+)
+def test_a_failing_command_is_counted_once(returncode: int, stdout: str, stderr: str, why: str) -> None:
+    failures = safety.cli_failures(returncode, stdout, stderr)
+    assert len(failures) == 1 and why in failures[0], failures
+
+
+def test_a_command_that_reports_findings_has_not_failed() -> None:
+    stderr = "m.py:3: SyntaxWarning: invalid escape sequence '\\d'\nautograph-cg: error: bad.py: cannot parse\n"
+    assert safety.cli_failures(1, '{"findings": []}', stderr) == []

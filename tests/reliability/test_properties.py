@@ -8,25 +8,21 @@ wrappers around exactly the planned calls and the runtime import.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from autograph_cg.analysis.verdicts import Status
-from autograph_cg.api import Options, analyze
-from autograph_cg.config import Config
+from autograph_cg.api import analyze
 from autograph_cg.rules.registry import RULES
 from tests.reliability.bench import safety
-from tests.reliability.generate import EXAMPLES, FRAMEWORKS, Generated, modules
+from tests.reliability.generate import EVERY_RULE, EXAMPLES, FRAMEWORKS, Generated, example_settings, modules
 
-# 40 keeps the four tests near 40 s on two cores; set the variable higher for a longer search.
-EXAMPLES_PER_TEST = int(os.environ.get("AUTOGRAPH_CG_PROPERTY_EXAMPLES", "40"))
-EVERY_RULE = Options(config=Config(select=("ALL",)), jobs=1, use_cache=False)  # the rule-case harness keeps every rule too
-PROPERTY = settings(max_examples=EXAMPLES_PER_TEST, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# 40 keeps the four tests near 40 s on two cores; AUTOGRAPH_CG_PROPERTY_EXAMPLES asks for a longer search.
+PROPERTY = example_settings(40)
 
 
 def _run(gen: Generated, name: str) -> None:

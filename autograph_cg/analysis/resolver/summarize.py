@@ -165,7 +165,10 @@ class Summarizer:
 
     def _statements(self, body: list[ast.stmt], scope: _Scope, module_level: bool) -> None:
         for statement in body:
-            self._statement(statement, scope, module_level)
+            try:
+                self._statement(statement, scope, module_level)
+            except RecursionError:  # an expression nested deeper than the summary follows: it tells nothing
+                continue
 
     def _statement(self, node: ast.stmt, scope: _Scope, module_level: bool) -> None:
         kind = type(node)

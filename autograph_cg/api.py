@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograph_cg.analysis.eligibility import Package
-from autograph_cg.analysis.plan import Plan, make_plan
+from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
 from autograph_cg.analysis.runner import FactsCache, ProgressSink, ResultCache, index_files, run_key, stamp_files
 from autograph_cg.analysis.verdicts import Status
 from autograph_cg.config import Config
@@ -67,6 +67,13 @@ class Analysis:
     summary: Summary
 
 
+def default_min_kernels() -> int:
+    """`min-kernels` when neither a flag nor [tool.autograph-cg] sets it: $AUTOGRAPH_CG_MIN_KERNELS, else the
+    measured break-even (`DEFAULT_MIN_KERNELS`)."""
+    value = os.environ.get("AUTOGRAPH_CG_MIN_KERNELS", "")
+    return int(value) if value.isdigit() else DEFAULT_MIN_KERNELS
+
+
 def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     """Analyze the Python files under `paths` as one package: nothing is imported or executed."""
     options = options or Options()
@@ -76,7 +83,7 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     if options.use_cache:
         cache_dir = Path(options.cache_dir or config.cache_dir or os.environ.get("AUTOGRAPH_CG_CACHE_DIR") or DEFAULT_CACHE)
     stamped, stat_errors = stamp_files(sources)
-    settings = repr((config.select, config.ignore, config.unknown, options.wrap_unknown))
+    settings = repr((config.select, config.ignore, config.unknown, options.wrap_unknown, config.min_kernels, default_min_kernels(), config.capturable, config.not_capturable))
     key = run_key(stamped, settings)
     results = ResultCache(cache_dir)
     cached = results.get(key)
@@ -85,7 +92,7 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     facts_cache = FactsCache(cache_dir)
     modules, read_errors = index_files(stamped, facts_cache, options.jobs, options.progress)
     read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
-    package = Package(modules, config.keeps, config.unknown)
+    package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable)
     package.compute_all()
     walked: set[str] = set()
     while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
@@ -94,9 +101,10 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
         deepened, _ = index_files([s for s in stamped if s[0].path in wanted], facts_cache, options.jobs, deep=True)
         by_path = {m.path: m for m in deepened}
         modules = [by_path.get(m.path, m) for m in modules]
-        package = Package(modules, config.keeps, config.unknown)
+        package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable)
         package.compute_all()
-    plan = make_plan(package, options.wrap_unknown)
+    min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()
+    plan = make_plan(package, options.wrap_unknown, min_kernels)
     findings = package.reachable_findings()
     internal = package.internal_errors()
     families = Counter(family_of(f.code).name for f in findings)

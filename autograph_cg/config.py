@@ -19,7 +19,7 @@ else:  # pragma: no cover - exercised on 3.10
 from autograph_cg.rules.registry import BY_NAME, RULES
 
 UNKNOWN_MODES = ("unknown", "block", "allow")
-KEYS = ("select", "ignore", "exclude", "unknown", "cache-dir", "warmup-steps")
+KEYS = ("select", "ignore", "exclude", "unknown", "cache-dir", "warmup-steps", "min-kernels", "capturable", "not-capturable")
 
 
 class ConfigError(Exception):
@@ -34,6 +34,9 @@ class Config:
     unknown: str = "unknown"  # what unresolved calls make a verdict: "unknown", "block" or "allow"
     cache_dir: str | None = None
     warmup_steps: int | None = None
+    min_kernels: int | None = None  # the plan wraps a site only when one call launches at least this many kernels
+    capturable: tuple[str, ...] = ()  # callables and layer classes outside the package, vouched for by the user
+    not_capturable: tuple[str, ...] = ()  # ... and those known not to capture (names or fnmatch patterns)
     source: str | None = None  # the pyproject.toml it came from
     warnings: tuple[str, ...] = field(default=())
 
@@ -58,6 +61,8 @@ class Config:
                 raise ConfigError(f"unknown rule selector {selector!r} (use a code like AG101, a prefix like AG1, or a rule name)")
         if self.unknown not in UNKNOWN_MODES:
             raise ConfigError(f"unknown = {self.unknown!r}: expected one of {', '.join(UNKNOWN_MODES)}")
+        if self.min_kernels is not None and (isinstance(self.min_kernels, bool) or not isinstance(self.min_kernels, int) or self.min_kernels < 0):
+            raise ConfigError(f"min-kernels = {self.min_kernels!r}: expected a whole number, 0 or more")
 
 
 def _matches(code: str, name: str, selector: str) -> bool:
@@ -107,6 +112,9 @@ def load(paths: list[str], explicit: str | None = None) -> Config:
             unknown=str(section.get("unknown", "unknown")),
             cache_dir=section.get("cache-dir"),
             warmup_steps=section.get("warmup-steps"),
+            min_kernels=section.get("min-kernels"),
+            capturable=_strings(section.get("capturable", ()), "capturable", source),
+            not_capturable=_strings(section.get("not-capturable", ()), "not-capturable", source),
             source=str(source),
             warnings=tuple(warnings),
         )

@@ -133,7 +133,7 @@ class FunctionContext:
     __slots__ = (
         "module", "cls", "qualname", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments", "summarizer",
-        "conditions", "active", "guards",
+        "conditions", "active", "guards", "ops",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -156,6 +156,7 @@ class FunctionContext:
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
         self.active: tuple[int, ...] = ()  # the conditions the node being walked sits under
         self.guards: list[tuple[int, ...]] = []  # per finding, the conditions active when it was reported
+        self.ops = 0  # framework ops, tensor methods and tensor operators met: the kernels it launches, about
 
     # ----- what rules ask -----------------------------------------------------------------------------------
     @property
@@ -250,6 +251,7 @@ class FunctionContext:
             writes_self=tuple(sorted(self.writes_self)),
             conditions=tuple(self.conditions),
             guards=tuple(self.guards) if any(self.guards) else (),
+            ops=self.ops,
         )
 
     def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt]) -> None:
@@ -515,6 +517,7 @@ class FunctionContext:
                 return HOST
             if fw.layer_kind(qual) in ("known", "container", "framework") and short[:1].isupper() and ".nn." in qual + ".":
                 return LAYER
+            self.ops += 1
             if short in fw.SEQUENCE_FUNCTIONS:
                 return TENSORS
             return TENSOR
@@ -566,6 +569,8 @@ class FunctionContext:
         framework = self.module.framework or "torch"
         if method in fw.HOST_METHODS[framework]:
             return HOST
+        if is_tensor(recv):
+            self.ops += 1
         if method in fw.SEQUENCE_FUNCTIONS and is_tensor(recv):
             return TENSORS
         if is_tensor(recv) or recv == TENSORS:
@@ -609,6 +614,8 @@ def _binop(ctx: FunctionContext, node: ast.BinOp) -> int:
         return BOOL_TENSOR
     if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
         return HOST
+    if is_tensor(left) or is_tensor(right):
+        ctx.ops += 1
     return join(left, right)
 
 

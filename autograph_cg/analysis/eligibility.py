@@ -7,6 +7,8 @@ eligible until something on it says otherwise.
 
 from __future__ import annotations
 
+import fnmatch
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -34,8 +36,12 @@ class _Result:
     status: Status = Status.ELIGIBLE
     reasons: list[Reason] = field(default_factory=list)
     hard: bool = False  # holds a blocking reason that no condition can waive
+    kernels: int = 0  # about how many kernels one forward launches: what a graph of it saves
 
-    def absorb(self, status: Status, reasons: Iterable[Reason], step: str | None, hard: bool = False, condition: str = "") -> None:
+    def absorb(
+        self, status: Status, reasons: Iterable[Reason], step: str | None, hard: bool = False, condition: str = "", kernels: int = 0
+    ) -> None:
+        self.kernels += kernels
         if status is Status.SKIPPED:
             status = Status.INELIGIBLE
         self.hard = self.hard or hard
@@ -58,9 +64,9 @@ class _Result:
     def take(self, other: "_Result", step: str | None, condition: str = "") -> None:
         """Absorb what a call found; under a default-off `condition` a waivable failure only makes it conditional."""
         if condition and other.status in (Status.INELIGIBLE, Status.UNKNOWN) and not other.hard:
-            self.absorb(Status.CONDITIONAL, other.reasons, step, condition=condition)
+            self.absorb(Status.CONDITIONAL, other.reasons, step, condition=condition, kernels=other.kernels)
         else:
-            self.absorb(other.status, other.reasons, step, other.hard)
+            self.absorb(other.status, other.reasons, step, other.hard, kernels=other.kernels)
 
 
 def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: frozenset[int]) -> str:
@@ -85,8 +91,13 @@ class Package:
         modules: list[ModuleFacts],
         keep: Callable[[str], bool],
         unknown: str = "unknown",
+        capturable: tuple[str, ...] = (),
+        not_capturable: tuple[str, ...] = (),
     ) -> None:
         self.modules = {m.module: m for m in modules}
+        self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
+        self.not_capturable = not_capturable
+        self.unresolved_names: Counter[str] = Counter()  # what AG9xx reasons named: what a user could declare
         self.keep = keep  # select/ignore: a code not kept neither reports nor blocks
         self.unknown = unknown  # what AG9xx means for verdicts: "unknown", "block" or "allow"
         self.classes: dict[str, tuple[ModuleFacts, ClassFacts]] = {}
@@ -220,7 +231,7 @@ class Package:
             self._failures[(module.path, cls.name)] = detail
             result = _Result()
             result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None, hard=True)
-        verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons), result.hard)
+        verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons), result.hard, result.kernels)
         self._class_memo[qual] = verdict
         return verdict
 
@@ -257,7 +268,7 @@ class Package:
         if not function.walked:
             self.shallow_reached.add(module.path)
         step = function.qualname
-        result = _Result()
+        result = _Result(kernels=function.ops)
         if function.error:
             result.absorb(Status.UNKNOWN, [_internal(function.qualname, function.error, module.path, function.line)], step, hard=True)
         off = self._off_conditions(module, function)
@@ -335,8 +346,10 @@ class Package:
 
         `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance."""
         targets = 0
+        before, most = result.kernels, 0  # one of the candidates runs: the largest counts
         for atom in sorted(value, key=repr):
             kind = atom[0]
+            result.kernels = before
             if kind in ("G", "I"):
                 targets += 1
                 self._run_object(atom[1], kind == "I" or constructs, call, module, result, step)
@@ -347,9 +360,11 @@ class Package:
                     self._run(items, call, module, result, step)
             elif kind == "?":
                 targets += 1
-                self._unknown("AG901", f"{call.text}` ({atom[1]})` ", call, module, call.span.line, result, step)
+                self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])
             elif kind in ("T", "container-method"):  # a tensor; or `self.values()` of a container: nothing runs
                 targets += 1
+            most = max(most, result.kernels - before)
+        result.kernels = before + most
         if not targets and not any(a[0] in ("C", "H") for a in value):
             self._unresolved(call, module, result, step)
 
@@ -357,7 +372,7 @@ class Package:
         if qual in self.classes:
             if self.is_layer(qual):
                 verdict = self.verdict(qual)
-                result.absorb(verdict.status, verdict.reasons, step, verdict.hard)
+                result.absorb(verdict.status, verdict.reasons, step, verdict.hard, kernels=verdict.kernels)
             elif not instance and self._autograd(qual):
                 self._autograd_function(qual, result, step)
             else:  # an object of a plain package class called: its __call__
@@ -365,21 +380,38 @@ class Package:
                 if found is not None:
                     result.take(self._function(qual, found[0], found[1]), step)
                 elif instance:
-                    self._unknown("AG902", f"{qual} (an object without __call__)", call, module, call.span.line, result, step)
+                    self._unknown("AG902", qual, call, module, call.span.line, result, step, why="an object without __call__")
             return
         function = self._package_function(qual)
         if function is not None:
             result.take(self._function(*function), step)
             return
-        if fw.layer_kind(qual) in ("known", "container", "base"):
+        if self._declared(qual, result, module, call.span.line, step):
+            return
+        kind = fw.layer_kind(qual)
+        if kind in ("known", "container", "base"):
+            result.kernels += fw.kernels(qual) if kind == "known" else 0
             return
         if fw.is_framework(qual):
             if qual.rsplit(".", 1)[-1][:1].isupper() or instance:
                 self._external_layer(qual, result, call, module, call.span.line, step)
+            else:
+                result.kernels += 1  # a framework function stored or passed: one op
             return
         if qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES:
             return
         self._unknown("AG902", qual, call, module, call.span.line, result, step)
+
+    def _declared(self, qual: str, result: _Result, module: ModuleFacts, line: int, step: str) -> bool:
+        """`capturable` / `not-capturable` in [tool.autograph-cg]: what the user vouches for outside the package."""
+        if any(fnmatch.fnmatchcase(qual, p) for p in self.not_capturable):
+            reason = Reason((), "declared", f"`{qual}` is declared not capturable in [tool.autograph-cg]", module.path, line)
+            result.absorb(Status.INELIGIBLE, [reason], step, hard=True)
+            return True
+        if any(fnmatch.fnmatchcase(qual, p) for p in self.capturable):
+            result.kernels += 1
+            return True
+        return False
 
     def _methods(self, value: Value, name: str, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
         """`self.attr.name(...)`: the method `name` of whatever `self.attr` may hold."""
@@ -391,7 +423,7 @@ class Package:
                 if found is not None:
                     result.take(self._function(atom[1], found[0], found[1]), step)
                 elif not self.is_layer(atom[1]) or name not in _LAYER_METHODS:
-                    self._unknown("AG901", f"{call.text} (no method `{name}`)", call, module, call.span.line, result, step)
+                    self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=f"no method `{name}`")
             elif atom[0] in ("G", "I"):
                 targets += 1
                 if fw.layer_kind(atom[1]) not in ("known", "container", "base") and not fw.is_framework(atom[1]):
@@ -400,7 +432,7 @@ class Package:
                 targets += 1
             elif atom[0] == "?":
                 targets += 1
-                self._unknown("AG901", f"{call.text}` ({atom[1]})` ", call, module, call.span.line, result, step)
+                self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])
         if not targets:
             self._unresolved(call, module, result, step)
 
@@ -429,6 +461,8 @@ class Package:
                 result.take(self._function("", found[0], found[1]), step)
 
     def _external_layer(self, cls: str, result: _Result, call: CallRef | None, module: ModuleFacts, line: int, step: str) -> None:
+        if self._declared(cls, result, module, line, step):
+            return
         kind = fw.layer_kind(cls)
         if kind in ("known", "container", "base"):
             return
@@ -444,10 +478,13 @@ class Package:
     def _unresolved(self, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
         self._unknown("AG901", call.text, call, module, call.span.line, result, step)
 
-    def _unknown(self, code: str, detail: str, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str) -> None:
+    def _unknown(
+        self, code: str, detail: str, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str, why: str = ""
+    ) -> None:
         """Unresolved calls shape the verdict whatever is reported; the finding is kept only when selected."""
         rule = RULES[code]
-        message = rule.message.format(detail=detail)
+        message = rule.message.format(detail=detail) + (f": {why}" if why else "")
+        self.unresolved_names[detail] += 1
         if call is not None and self.keep(code):
             key = (module.path, call.span.line, call.span.col, code)
             if key not in self.extra_findings:

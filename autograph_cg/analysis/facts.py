@@ -52,6 +52,7 @@ class FunctionFacts:
     writes_self: tuple[str, ...] = ()  # attributes assigned on self (for per-call state detection)
     walked: bool = True  # False: the body was not walked, so calls and findings are unknown
     error: str = ""  # an internal error met while walking it: calls and findings are unknown
+    ops: int = 0  # tensor operations its body runs once through: about the kernels it launches itself
     conditions: tuple[Condition, ...] = ()  # the `if` tests code of this function sits under
     guards: tuple[tuple[int, ...], ...] = ()  # per finding, the conditions it sits under (empty: none at all)
 
@@ -70,8 +71,9 @@ class SiteFacts:
     container: str = ""  # qualified container class ("paddle.nn.LayerList") or "list"/"dict" for plain literals
     existing: bool = False  # already wrapped in CUDAGraphedLayer(...)
     skipped: bool = False  # `# autograph-cg: skip` on the statement
-    callee: Expr | None = None  # what is called, in the resolver's language, when `cls` does not say
+    callee: Expr | None = None  # the call, in the resolver's language, when `cls` does not say what it builds
     scope: str = ""  # the function the call sits in ("Class.__init__", "make_blocks"); "" at module level
+    holder: str = ""  # a container site and the item sites it holds share this key
 
 
 @dataclass(frozen=True)

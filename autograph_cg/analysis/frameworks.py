@@ -156,3 +156,12 @@ HOST_LIBRARIES = frozenset(
         "json", "pickle", "tqdm", "datetime", "einops", "string", "types", "weakref", "pathlib",
     }
 )  # fmt: skip
+
+
+#: Framework layers that launch no kernel of their own (they return their input or a view of it).
+_VIEW_LAYERS = frozenset({"Identity", "Flatten", "Unflatten", "Permute"})
+
+
+def kernels(qualname: str) -> int:
+    """About how many kernels one call of a known framework layer launches in forward."""
+    return 0 if qualname.rsplit(".", 1)[-1] in _VIEW_LAYERS else 1

@@ -62,7 +62,7 @@ def index_source(
                         summaries.function(method, f"{statement.name}.{method.name}", owner=True)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function_nodes[statement.name] = statement
-            module_sites.extend(SiteCollector(scope, None, statement, summarizer=summarizer).plain_sites(statement.body))
+            module_sites.extend(SiteCollector(scope, None, statement, summarizer=summarizer).function_sites(reachable))
             if reachable:
                 summaries.function(statement, statement.name, owner=False)
         else:
@@ -387,6 +387,18 @@ class SiteCollector:
             unique.setdefault((site.span.line, site.span.col), site)
         return list(unique.values())
 
+    def function_sites(self, deep: bool) -> list[SiteFacts]:
+        """What a module-level function builds: classes constructed as a statement's value, and (read deeply)
+        the containers it fills, wherever they end up (`stages.append((name, nn.Sequential(*blocks)))`)."""
+        assert self.func is not None
+        if deep:
+            self._walk_method(self.func)
+        self.plain_sites(self.func.body)
+        unique: dict[tuple[int, int], SiteFacts] = {}
+        for site in self.sites:
+            unique.setdefault((site.span.line, site.span.col), site)
+        return list(unique.values())
+
     def plain_sites(self, statements: list[ast.stmt]) -> list[SiteFacts]:
         """Constructions of classes outside any class: `model = Net(cfg)`, `return Net(cfg)`, wrapped or not.
 
@@ -434,6 +446,8 @@ class SiteCollector:
                 self._extend_list(statement.target.id, statement.value)
             elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
                 self._call_statement(statement.value, statement)
+            elif isinstance(statement, ast.Return) and self.cls is None:
+                self._nested_containers(statement.value, "return", statement)
             elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
                 for block in ("body", "orelse", "finalbody"):
                     self._statements(getattr(statement, block, []) or [])
@@ -446,6 +460,7 @@ class SiteCollector:
             self._assign_attr(attr, value, statement)
         elif isinstance(target, ast.Name):
             items = self._items(value, statement)
+            self._nested_containers(value, target.id, statement)
             if items is not None:
                 self.lists[target.id] = items
             elif isinstance(value, ast.Call) and self._container(value) and not value.args:
@@ -468,12 +483,7 @@ class SiteCollector:
             value, wrapped = self._unwrap(value)  # `CUDAGraphedLayer(X(...))`: the site of X, already wrapped
             callee = self._callee(value)
             if self._container(value):
-                container = callee or ""
-                for call, existing in self._items_of_container(value, statement):
-                    cls = self._callee(call) or ""
-                    self.sites.append(self._site(call, cls, attr, f"self.{attr}[*]", container, existing, statement))
-                if wrapped or container.rsplit(".", 1)[-1] in fw.CALLABLE_CONTAINERS:  # the whole stack may be wrapped
-                    self.sites.append(self._site(value, container, attr, f"self.{attr}", "", wrapped, statement))
+                self._container_site(value, wrapped, attr, f"self.{attr}", statement)
                 kind = LAYER
             elif wrapped:
                 self.sites.append(self._site(value, callee or "", attr, f"self.{attr}", "", True, statement))
@@ -514,6 +524,32 @@ class SiteCollector:
         if self.cls is not None:
             self.cls.set(attr, kind)
 
+    def _container_site(self, call: ast.Call, wrapped: bool, attr: str, target: str, statement: ast.stmt) -> None:
+        """A framework container and the layers it is built with: items are sites of their own; a callable
+        container (`Sequential`) is a site too, which the plan may wrap whole."""
+        container = self._callee(call) or ""
+        holder = f"{self.scope.span(call).line}:{self.scope.span(call).col}"
+        for item, existing in self._items_of_container(call, statement):
+            cls = self._callee(item) or ""
+            self.sites.append(self._site(item, cls, attr, f"{target}[*]", container, existing, statement, holder))
+        if wrapped or container.rsplit(".", 1)[-1] in fw.CALLABLE_CONTAINERS:  # the whole stack may be wrapped
+            self.sites.append(self._site(call, container, attr, target, "", wrapped, statement, holder))
+
+    def _nested_containers(self, value: ast.expr | None, target: str, statement: ast.stmt) -> None:
+        """Containers built inside a function's expressions: `stages.append((name, nn.Sequential(*blocks)))`."""
+        if value is None:
+            return
+        if isinstance(value, ast.Call):
+            call, wrapped = self._unwrap(value)
+            if self._container(call):
+                self._container_site(call, wrapped, "", target, statement)
+                return
+            for part in [*call.args, *(k.value for k in call.keywords)]:
+                self._nested_containers(part.value if isinstance(part, ast.Starred) else part, target, statement)
+        elif isinstance(value, (ast.Tuple, ast.List)):
+            for element in value.elts:
+                self._nested_containers(element, target, statement)
+
     def _call_statement(self, call: ast.Call, statement: ast.stmt) -> None:
         func = call.func
         if not isinstance(func, ast.Attribute):
@@ -523,6 +559,9 @@ class SiteCollector:
             value = call.args[-1] if call.args else None
             if value is not None:
                 self._extend_list(owner.id, value if func.attr != "append" else ast.List(elts=[value]))
+            return
+        if isinstance(owner, ast.Name) and func.attr in ("append", "extend", "insert") and call.args:
+            self._nested_containers(call.args[-1], f"{owner.id}[*]", statement)
             return
         attr = _self_attr(owner)
         if attr is not None and func.attr in ("append", "extend", "insert") and call.args:
@@ -612,13 +651,22 @@ class SiteCollector:
         return _dotted(self.scope, call.func)
 
     def _site(
-        self, call: ast.Call, cls: str, attr: str, target: str, container: str, existing: bool, statement: ast.stmt | None
+        self,
+        call: ast.Call,
+        cls: str,
+        attr: str,
+        target: str,
+        container: str,
+        existing: bool,
+        statement: ast.stmt | None,
+        holder: str = "",
     ) -> SiteFacts:
         skipped = self._skip_line or (statement is not None and self.scope.suppressions.skipped(statement.lineno))
         callee = None
-        if not cls and self.summarizer is not None:  # a parameter, a factory, a table: the resolver decides
+        resolvable = cls[:1].isalpha() and cls.rsplit(".", 1)[-1][:1].isupper() and fw.layer_kind(cls) != "container"
+        if not resolvable and self.summarizer is not None:  # a parameter, a factory, a table, a container's items
             callee = self.summarizer.expression(call, "self" if self.cls is not None else None)
-        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current)
+        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current, holder)
 
     @staticmethod
     def _assigned_name(statement: ast.stmt, call: ast.Call) -> str:

@@ -1,18 +1,29 @@
-"""The plan: which instantiation sites get wrapped in `CUDAGraphedLayer` (the largest eligible layers, never nested)."""
+"""The plan: which construction sites get wrapped in `CUDAGraphedLayer`.
+
+The largest layers that can be captured and whose graph pays: a site is wrapped when everything it may build
+is eligible (or conditional), its owner is never inside a graph, and a graph of it launches at least
+`min_kernels` kernels per call (a wrapper costs a fixed host price per call, which one or two kernels never
+earn back; `docs/performance.md` has the measurement behind the default). A `Sequential` whose items can all
+be captured is wrapped whole. Sites too small to pay are listed with their estimate, never silently dropped.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.facts import SiteFacts
+from autograph_cg.analysis.facts import ModuleFacts, SiteFacts
+from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE
 from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.findings import Span
 
 if TYPE_CHECKING:
     from autograph_cg.analysis.eligibility import Package
+
+#: Kernels per call below which a graph costs more than it saves: the training break-even of one wrapped
+#: layer on its own (elementwise ops, fit of `bench/plan_cost_gpu.py` on the H200; see docs/performance.md).
+DEFAULT_MIN_KERNELS = 10
 
 
 @dataclass(frozen=True)
@@ -21,11 +32,25 @@ class WrapSite:
 
     path: str
     span: Span
-    wrapped_class: str  # qualified name of the class constructed
+    wrapped_class: str  # what the call builds: a class, classes joined by " | ", or the container class
     owner: str  # qualified name of the class whose __init__ holds the call; "" outside classes
     target: str  # what receives the layer, as written: "self.mlp", "self.blocks[*]", "model"
     container: str = ""  # "" or the container it sits in: "LayerList", "Sequential", "list", ...
     existing: bool = False  # already `CUDAGraphedLayer(...)` in the source: nothing to do
+    kernels: int = 0  # about how many kernels one call launches: what the graph saves
+
+
+@dataclass(frozen=True)
+class SkippedSite:
+    """A site that could be captured but is left alone, and why (too small to pay for its wrapper)."""
+
+    path: str
+    span: Span
+    wrapped_class: str
+    owner: str
+    target: str
+    kernels: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -46,53 +71,85 @@ class Plan:
     verdicts: dict[str, Verdict]
     roots: tuple[TreeNode, ...]
     notes: tuple[str, ...] = ()  # e.g. eligible roots the user can wrap where they build them
+    skipped: tuple[SkippedSite, ...] = ()
+    min_kernels: int = DEFAULT_MIN_KERNELS
+    unresolved: tuple[tuple[str, int], ...] = ()  # the names unresolved most often: what to declare
 
 
-def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
-    """Wrap the largest eligible layers: at each site whose class is eligible and whose owner is never inside a graph."""
+@dataclass(frozen=True)
+class _Built:
+    """What a site may build: package layer classes, other layers (framework, other libraries), or unknowns."""
+
+    classes: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()
+    opaque: bool = False  # something that is no known layer instance may come out
+
+
+@dataclass
+class _Entry:
+    path: str
+    site: SiteFacts
+    owner: str  # the class whose __init__ builds it, or "" (a module-level function or statement)
+    built: _Built
+    items: _Built | None = None  # for a container: what it holds
+
+
+def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = DEFAULT_MIN_KERNELS) -> Plan:
     verdicts = package.compute_all()
+    statuses = (Status.ELIGIBLE, Status.CONDITIONAL, Status.UNKNOWN) if wrap_unknown else (Status.ELIGIBLE, Status.CONDITIONAL)
 
-    def wrappable(qual: str | None) -> bool:
-        if qual is None or qual not in verdicts:
-            return False
-        status = verdicts[qual].status
-        return status is Status.ELIGIBLE or (wrap_unknown and status is Status.UNKNOWN)
+    def capturable(built: _Built) -> bool:
+        return (
+            not built.opaque
+            and all(c in verdicts and verdicts[c].status in statuses for c in built.classes)
+            and all(fw.layer_kind(o) in ("known", "container") for o in built.others)
+        )
 
-    owned: dict[str, list[tuple[str, SiteFacts, str | None]]] = {}
-    loose: list[tuple[str, SiteFacts, str | None]] = []
-    constructed_inside: set[str] = set()
+    entries: list[_Entry] = []
     for module in package.modules.values():
         for cls in module.classes.values():
             for site in cls.sites:
-                resolved = package.resolve(site.cls) if site.cls else None
-                owned.setdefault(cls.qualname, []).append((module.path, site, resolved))
-                if resolved is not None:
-                    constructed_inside.add(resolved)
+                entries.append(_entry(package, module, site, cls.qualname))
         for site in module.sites:
-            loose.append((module.path, site, package.resolve(site.cls) if site.cls else None))
+            entries.append(_entry(package, module, site, ""))
+    by_holder = {(e.path, e.site.holder): e for e in entries if e.items is not None}
 
-    # A `Sequential` whose items are all capturable is wrapped whole, and its items are then inside its graph.
-    whole: set[int] = set()  # id() of such Sequential sites, and of containers already wrapped in the source
-    around: dict[int, int] = {}  # id() of an item site -> id() of the container site holding it
-    for entries in owned.values():
-        for _, site, _ in entries:
-            if site.cls and fw.layer_kind(site.cls) == "container":
-                items = [(s, c) for _, s, c in entries if s.container == site.cls and s.attr == site.attr and _inside(s.span, site.span)]
-                for item, _ in items:
-                    around[id(item)] = id(site)
-                capturable = all(wrappable(c) or (c is None and fw.layer_kind(s.cls) == "known") for s, c in items)
-                if site.existing or (items and capturable and site.cls.endswith(".Sequential")):
-                    whole.add(id(site))
-
-    def covered(site: SiteFacts) -> bool:
-        return around.get(id(site)) in whole
-
-    def wraps_here(site: SiteFacts, child: str | None) -> bool:
-        """Whether this site becomes a graph when its owner is not inside one."""
-        if site.skipped or covered(site):
+    def whole(entry: _Entry) -> bool:
+        """A callable container that is wrapped in the source, or whose items can all be captured."""
+        if entry.items is None:
             return False
-        return site.existing or id(site) in whole or wrappable(child)
+        if entry.site.existing:
+            return True
+        items = entry.items
+        return entry.site.cls.endswith(".Sequential") and bool(items.classes or items.others) and capturable(items)
 
+    def covered(entry: _Entry) -> bool:
+        holder = by_holder.get((entry.path, entry.site.holder)) if entry.items is None and entry.site.holder else None
+        return holder is not None and whole(holder)
+
+    def kernels(entry: _Entry) -> int:
+        built = entry.items if entry.items is not None else entry.built
+        counts = [verdicts[c].kernels for c in built.classes if c in verdicts] + [fw.kernels(o) for o in built.others]
+        return sum(counts) if entry.items is not None else max(counts, default=0)
+
+    def candidate(entry: _Entry) -> bool:
+        if entry.site.skipped or covered(entry):
+            return False
+        if entry.site.existing or whole(entry):
+            return True
+        return entry.items is None and bool(entry.built.classes) and capturable(entry.built)
+
+    def wraps_here(entry: _Entry) -> bool:
+        return candidate(entry) and (entry.site.existing or kernels(entry) >= min_kernels)
+
+    def falls_back(entry: _Entry) -> bool:
+        """A conditional class may run eagerly at run time: its children keep graphs of their own."""
+        return any(verdicts[c].status is Status.CONDITIONAL for c in entry.built.classes if c in verdicts)
+
+    owned: dict[str, list[_Entry]] = {}
+    for entry in entries:
+        owned.setdefault(entry.owner, []).append(entry)
+    constructed_inside = {c for e in entries if e.owner for c in e.built.classes}
     states: dict[str, set[bool]] = {}
 
     def visit(qual: str, in_graph: bool) -> None:
@@ -100,37 +157,44 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
         if in_graph in seen:
             return
         seen.add(in_graph)
-        for _, site, child in owned.get(qual, ()):
-            if child is not None and child in verdicts:
-                visit(child, in_graph or wraps_here(site, child) or covered(site))
+        for entry in owned.get(qual, ()):
+            inside = in_graph or covered(entry) or (wraps_here(entry) and not falls_back(entry))
+            for child in entry.built.classes:
+                if child in verdicts:
+                    visit(child, inside)
 
-    for _, site, child in loose:
-        if child is not None and child in verdicts:
-            visit(child, wraps_here(site, child))
+    for entry in owned.get("", ()):
+        for child in entry.built.classes:
+            if child in verdicts:
+                visit(child, wraps_here(entry) and not falls_back(entry))
     for qual in verdicts:
         if qual not in constructed_inside and qual not in states:
             visit(qual, False)
 
-    def wrapped_at(owner: str, site: SiteFacts, child: str | None) -> bool:
-        if site.existing:
-            return not site.skipped
-        if not wraps_here(site, child) or (child not in verdicts and id(site) not in whole):
-            return False
-        return not owner or states.get(owner) == {False}
+    def outside(entry: _Entry) -> bool:
+        return not entry.owner or states.get(entry.owner) == {False}
 
     sites: list[WrapSite] = []
+    skipped: list[SkippedSite] = []
     by_site: dict[int, WrapSite] = {}
-    for owner, entries in [*owned.items(), ("", loose)]:
-        for path, site, child in entries:
-            if wrapped_at(owner, site, child):
-                wrap = WrapSite(path, site.span, child or site.cls, owner, site.target or "", _short(site.container), site.existing)
-                sites.append(wrap)
-                by_site[id(site)] = wrap
-    built_loose = {child for _, _, child in loose}
+    for entry in entries:
+        site = entry.site
+        name = _describe(entry)
+        if site.existing and not site.skipped or wraps_here(entry) and outside(entry):
+            wrap = WrapSite(entry.path, site.span, name, entry.owner, site.target or "", _short(site.container), site.existing, kernels(entry))
+            sites.append(wrap)
+            by_site[id(site)] = wrap
+        elif candidate(entry) and outside(entry):
+            estimate = kernels(entry)
+            reason = f"about {estimate} kernel{'s' if estimate != 1 else ''} per call, fewer than min-kernels = {min_kernels}"
+            skipped.append(SkippedSite(entry.path, site.span, name, entry.owner, site.target or "", estimate, reason))
+
+    built_loose = {c for e in owned.get("", ()) for c in e.built.classes}
+    wrappable = {q for q, v in verdicts.items() if v.status in statuses}
     notes = [
-        f"{qual} is eligible as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...))`"
+        f"{qual} is {verdicts[qual].status.value} as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...))`"
         for qual in verdicts
-        if wrappable(qual) and qual not in constructed_inside and qual not in built_loose
+        if qual in wrappable and qual not in constructed_inside and qual not in built_loose
     ]
     notes += [
         f"{qual} is inside a graph in one place and not in another: its sublayers are left unwrapped"
@@ -142,20 +206,61 @@ def make_plan(package: Package, wrap_unknown: bool = False) -> Plan:
         wrapped = site is not None
         children: list[TreeNode] = []
         if depth < 24 and qual not in path:
-            for _, child_site, child in owned.get(qual, ()):
-                if child is not None and child in verdicts:
-                    children.append(
-                        tree(child, child_site.target, in_graph or wrapped, by_site.get(id(child_site)), depth + 1, (*path, qual))
-                    )
+            for entry in owned.get(qual, ()):
+                inside = in_graph or (wrapped and not verdicts[qual].status is Status.CONDITIONAL) or covered(entry)
+                for child in entry.built.classes:
+                    if child in verdicts:
+                        children.append(tree(child, entry.site.target, inside, by_site.get(id(entry.site)), depth + 1, (*path, qual)))
         return TreeNode(qual, target, wrapped, in_graph, site, tuple(children))
 
     roots = [tree(q, "", False, None, 0, ()) for q in sorted(verdicts) if q not in constructed_inside]
     sites.sort(key=lambda s: (s.path, s.span.line, s.span.col))
-    return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes)))
+    skipped.sort(key=lambda s: (s.path, s.span.line, s.span.col))
+    unresolved = tuple(package.unresolved_names.most_common(10))
+    return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes)), tuple(skipped), min_kernels, unresolved)
 
 
-def _inside(inner: Span, outer: Span) -> bool:
-    return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+def _entry(package: Package, module: ModuleFacts, site: SiteFacts, owner: str) -> _Entry:
+    if site.callee is None:
+        return _Entry(module.path, site, owner, _direct(package, module, site.cls))
+    value = package.solver.value(site.callee, module.module, site.scope or MODULE_SCOPE)
+    if fw.layer_kind(site.cls) == "container":
+        items = package.solver.items(frozenset(a for a in value if a[0] == "L"))
+        return _Entry(module.path, site, owner, _Built(others=(site.cls,)), _classify(package, items))
+    return _Entry(module.path, site, owner, _classify(package, value))
+
+
+def _direct(package: Package, module: ModuleFacts, cls: str) -> _Built:
+    """A site that names its class (`MLP(cfg)`, `nn.Linear(4, 4)`, an alias of one)."""
+    if not cls:
+        return _Built(opaque=True)
+    resolved = package.resolve(cls)
+    if resolved is not None and resolved in package.classes:
+        return _Built(classes=(resolved,)) if package.is_layer(resolved) else _Built(opaque=True)
+    if fw.layer_kind(cls) is not None or not package.in_package(cls):
+        return _Built(others=(cls,))
+    return _classify(package, package.solver.value(("call", ("g", cls), (), ()), module.module, MODULE_SCOPE))
+
+
+def _classify(package: Package, value: frozenset) -> _Built:
+    classes: list[str] = []
+    others: list[str] = []
+    opaque = not value
+    for atom in value:
+        if atom[0] == "I" and atom[1] in package.classes and package.is_layer(atom[1]):
+            classes.append(atom[1])
+        elif atom[0] == "I" and atom[1] not in package.classes:
+            others.append(atom[1])
+        elif atom != ("C", None):  # `... if cond else None`: nothing built there
+            opaque = True
+    return _Built(tuple(sorted(classes)), tuple(sorted(others)), opaque)
+
+
+def _describe(entry: _Entry) -> str:
+    if entry.items is not None:
+        return entry.site.cls
+    names = entry.built.classes + entry.built.others
+    return " | ".join(names) if names else entry.site.cls
 
 
 def _short(container: str) -> str:

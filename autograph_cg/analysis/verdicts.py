@@ -39,6 +39,7 @@ class Verdict:
     status: Status
     reasons: tuple[Reason, ...] = field(default=())
     hard: bool = False  # a reason no condition can waive (side effects): never conditional through a caller
+    kernels: int = 0  # about how many kernels one forward launches (sublayers included): what a graph saves
 
     @property
     def name(self) -> str:

@@ -43,6 +43,16 @@ def analysis_options(f: F) -> F:
     return f
 
 
+def min_kernels_option(f: F) -> F:
+    """For the commands that plan: how small a layer may be and still get a graph of its own."""
+    return click.option(
+        "--min-kernels",
+        type=click.IntRange(min=0),
+        help="Wrap a site only when one call launches at least this many kernels (default 10; 0 wraps every "
+        "capturable site). Also `min-kernels` in [tool.autograph-cg].",
+    )(f)
+
+
 def build_options(paths: tuple[str, ...], kwargs: dict[str, Any], wrap_unknown: bool = False) -> Options:
     """Config file, then flags; a bad selector or config is a usage error (exit 2)."""
     try:
@@ -52,6 +62,7 @@ def build_options(paths: tuple[str, ...], kwargs: dict[str, Any], wrap_unknown: 
             ignore=_split(kwargs.get("ignore") or ()),
             exclude=config.exclude + _split(kwargs.get("exclude") or ()),
             unknown=kwargs.get("unknown"),
+            min_kernels=kwargs.get("min_kernels"),
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

@@ -10,7 +10,7 @@ import click
 
 from autograph_cg.analysis.plan import Plan, TreeNode
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, exit_after_internal_errors, paths_argument, report_errors
+from autograph_cg.cli.options import min_kernels_option, analysis_options, build_options, exit_after_internal_errors, paths_argument, report_errors
 from autograph_cg.report.output import OutputError, open_output
 from autograph_cg.report.style import Style
 
@@ -21,6 +21,7 @@ from autograph_cg.report.style import Style
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the plan here instead of stdout.")
 @click.option("--wrap-unknown", is_flag=True, help="Also wrap layers whose verdict is unknown.")
+@min_kernels_option
 def plan(paths: tuple[str, ...], fmt: str, output: str | None, wrap_unknown: bool, **kwargs: Any) -> None:
     """Show which layer classes can be captured, why not, and what `rewrite` would wrap.
 
@@ -54,8 +55,10 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                 "path": v.path,
                 "line": v.line,
                 "verdict": v.status.value,
+                "kernels": v.kernels,
                 "reasons": [
-                    {"chain": list(r.chain), "code": r.code, "message": r.message, "path": r.path, "line": r.line}
+                    {"chain": list(r.chain), "code": r.code, "message": r.message, "path": r.path, "line": r.line,
+                     **({"condition": r.condition} if r.condition else {})}
                     for r in v.reasons
                 ],
             }
@@ -73,9 +76,17 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                 "target": s.target,
                 "container": s.container,
                 "existing": s.existing,
+                "kernels": s.kernels,
             }
             for s in plan.sites
         ],
+        "min_kernels": plan.min_kernels,
+        "skipped": [
+            {"path": s.path, "line": s.span.line, "col": s.span.col, "class": s.wrapped_class, "owner": s.owner,
+             "target": s.target, "kernels": s.kernels, "reason": s.reason}
+            for s in plan.skipped
+        ],
+        "unresolved": [{"name": name, "count": count} for name, count in plan.unresolved],
         "notes": list(plan.notes),
     }
 
@@ -93,8 +104,18 @@ def write_text(plan: Plan, stream: TextIO, style: Style) -> None:
     stream.write("\n" + style(f"Sites to wrap ({len(new)})", "bold") + "\n")
     for site in plan.sites:
         tag = " (already wrapped)" if site.existing else ""
-        name = site.wrapped_class.rsplit(".", 1)[-1]
-        stream.write(f"  {site.path}:{site.span.line}:{site.span.col}  {site.target or '<expr>'} = CUDAGraphedLayer({name}(...)){tag}\n")
+        name = " | ".join(n.rsplit(".", 1)[-1] for n in site.wrapped_class.split(" | "))
+        stream.write(f"  {site.path}:{site.span.line}:{site.span.col}  {site.target or '<expr>'} = CUDAGraphedLayer({name}(...))"
+                     f"  ~{site.kernels} kernels{tag}\n")
+    if plan.skipped:
+        stream.write("\n" + style(f"Left unwrapped, too small to pay for a wrapper ({len(plan.skipped)})", "bold") + "\n")
+        for skipped in plan.skipped:
+            name = " | ".join(n.rsplit(".", 1)[-1] for n in skipped.wrapped_class.split(" | "))
+            stream.write(f"  {skipped.path}:{skipped.span.line}:{skipped.span.col}  {skipped.target or '<expr>'}: {name}: {skipped.reason}\n")
+    if plan.unresolved:
+        stream.write("\n" + style("Most often unresolved (declare them in [tool.autograph-cg] capturable / not-capturable)", "bold") + "\n")
+        for name, count in plan.unresolved:
+            stream.write(f"  {count:5d}  {name}\n")
     for note in plan.notes:
         stream.write(f"\nnote: {note}\n")
 

@@ -13,6 +13,7 @@ from autograph_cg.cli.options import (
     build_options,
     exit_after_internal_errors,
     fail,
+    min_kernels_option,
     paths_argument,
     report_errors,
 )
@@ -26,6 +27,7 @@ from autograph_cg.report.output import OutputError, open_output
 @click.option("--html", "html_path", required=True, type=click.Path(dir_okay=False),
               help="Write the HTML report here (one self-contained file).")
 @click.option("--wrap-unknown", is_flag=True, help="Plan as `plan --wrap-unknown` does.")
+@min_kernels_option
 def report(paths: tuple[str, ...], html_path: str, wrap_unknown: bool, **kwargs: Any) -> None:
     """Write an HTML report: the layer tree coloured by verdict, reasons with source lines, wrap sites, totals.
 

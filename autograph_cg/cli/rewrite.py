@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from autograph_cg.api import analyze
-from autograph_cg.cli.options import analysis_options, build_options, paths_argument
+from autograph_cg.cli.options import min_kernels_option, analysis_options, build_options, paths_argument
 from autograph_cg.rewrite import RewriteReport, Status, WrapSettings, rewrite_files, undo_files
 from autograph_cg.rewrite.results import plural
 from autograph_cg.sources import discover
@@ -39,6 +39,7 @@ def _print(report: RewriteReport, fmt: str, check: bool, quiet: bool) -> None:
 @click.option("--undo", is_flag=True, help="Remove the wrappers and the import that rewrite added.")
 @click.option("--warmup-steps", type=click.IntRange(min=0), help="Pass num_warmup_steps=N to each new wrapper.")
 @click.option("--wrap-unknown", is_flag=True, help="Also wrap layers whose verdict is unknown.")
+@min_kernels_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rewrite(
     paths: tuple[str, ...],

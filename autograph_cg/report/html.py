@@ -27,9 +27,10 @@ from autograph_cg.rules.base import FAMILIES
 from autograph_cg.rules.registry import family_of
 
 EXTERNAL = "external"  # a layer with no verdict of its own: a framework layer or one defined elsewhere
-STATUS_ORDER = (Status.INELIGIBLE, Status.UNKNOWN, Status.ELIGIBLE, Status.SKIPPED)
+STATUS_ORDER = (Status.INELIGIBLE, Status.UNKNOWN, Status.CONDITIONAL, Status.ELIGIBLE, Status.SKIPPED)
 LABELS = {
     "eligible": "eligible",
+    "conditional": "conditional",
     "ineligible": "ineligible",
     "unknown": "unknown",
     "skipped": "skipped",
@@ -239,12 +240,16 @@ class _Page:
     def reasons(self, verdict: Verdict, limit: int | None = None) -> None:
         if not verdict.reasons:
             return
-        heading = "Why it cannot be graphed" if verdict.status is Status.INELIGIBLE else "Unresolved"
+        heading = {
+            Status.INELIGIBLE: "Why it cannot be graphed",
+            Status.CONDITIONAL: "Capturable while these default-off conditions stay off",
+        }.get(verdict.status, "Unresolved")
         self.write(f"<h3>{heading}</h3><ol class=\"reasons\">")
         shown = verdict.reasons if limit is None else verdict.reasons[:limit]
         for reason in shown:
+            when = f' <span class="condition">only when <code>{escape(reason.condition)}</code></span>' if reason.condition else ""
             self.write(
-                f"<li><code>{escape(reason.code)}</code> {message(reason.message)} {self.where(reason.path, reason.line)}"
+                f"<li><code>{escape(reason.code)}</code> {message(reason.message)}{when} {self.where(reason.path, reason.line)}"
                 f'<div class="chain">{escape(" → ".join(reason.chain))}</div>'
                 f"{self.snippet(reason.path, reason.line)}</li>"
             )
@@ -280,15 +285,30 @@ class _Page:
         if not self.plan.sites:
             self.write('<p class="muted">The plan wraps nothing.</p>')
         else:
-            self.write('<table class="list"><tr><th>where</th><th>layer</th><th>in</th><th>as</th><th></th></tr>\n')
+            self.write('<table class="list"><tr><th>where</th><th>layer</th><th>in</th><th>as</th><th>kernels</th>'
+                       "<th></th></tr>\n")
             for s in self.plan.sites:
                 note = "already wrapped" if s.existing else ""
                 self.write(
                     f"<tr><td>{self.where(s.path, s.span.line)}</td><td><code>{escape(s.wrapped_class)}</code></td>"
                     f"<td><code>{escape(s.owner)}</code></td><td><code>{escape(s.target)}</code>"
-                    f"{(' in a ' + escape(s.container)) if s.container else ''}</td><td>{note}</td></tr>\n"
+                    f"{(' in a ' + escape(s.container)) if s.container else ''}</td><td class=\"n\">~{s.kernels}</td>"
+                    f"<td>{note}</td></tr>\n"
                 )
             self.write("</table>")
+        if self.plan.skipped:
+            self.write(f'<h3 id="skipped">Left unwrapped: too small to pay for a wrapper ({len(self.plan.skipped)})</h3>'
+                       '<table class="list"><tr><th>where</th><th>layer</th><th>as</th><th>why</th></tr>\n')
+            for s in self.plan.skipped:
+                self.write(f"<tr><td>{self.where(s.path, s.span.line)}</td><td><code>{escape(s.wrapped_class)}</code></td>"
+                           f"<td><code>{escape(s.target)}</code></td><td>{escape(s.reason)}</td></tr>\n")
+            self.write("</table>")
+        if self.plan.unresolved:
+            self.write('<h3 id="unresolved">Most often unresolved</h3><p class="muted">Declare the ones you know in '
+                       "<code>[tool.autograph-cg]</code> <code>capturable</code> or <code>not-capturable</code>.</p><ul>")
+            for name, count in self.plan.unresolved:
+                self.write(f"<li><code>{escape(name)}</code> <span class=\"muted\">{count}</span></li>")
+            self.write("</ul>")
         for note in self.plan.notes:
             self.write(f'<p class="muted">{escape(note)}</p>')
         self.write("</section>\n")

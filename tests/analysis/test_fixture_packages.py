@@ -23,6 +23,7 @@ def _run(*args: str) -> tuple[int, str]:
 @pytest.fixture(autouse=True)
 def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("AUTOGRAPH_CG_MIN_KERNELS")  # the fixtures are planned as users get them: with the cost model
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -63,7 +64,7 @@ def test_verdicts_are_the_expected_ones(package):
 
 
 def test_plan_wraps_the_largest_eligible_layers_never_nested():
-    code, out = _run("plan", "fixtures/paddle_lm", "--format", "json")
+    code, out = _run("plan", "fixtures/paddle_lm", "--format", "json", "--min-kernels", "0")
     plan = json.loads(out)
     wrapped = {(s["owner"].rsplit(".", 1)[1], s["target"], s["class"].rsplit(".", 1)[1]) for s in plan["sites"]}
     assert ("DecoderLM", "self.blocks[*]", "DecoderBlock") in wrapped  # the eligible branch of the comprehension
@@ -84,6 +85,22 @@ def test_a_sequential_is_wrapped_whole_only_when_every_item_is_capturable(tmp_pa
         "        self.bad = nn.Sequential(Clean(), Sync())\n\n"
         "    def forward(self, x):\n        return self.bad(self.good(x))\n"
     )
-    code, out = _run("plan", str(tmp_path), "--format", "json")
+    code, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "0")
     wrapped = sorted((s["target"], s["class"].rsplit(".", 1)[1]) for s in json.loads(out)["sites"])
     assert wrapped == [("self.bad[*]", "Clean"), ("self.good", "Sequential")]
+
+
+def test_by_default_the_plan_wraps_only_sites_that_pay_and_lists_the_rest():
+    code, out = _run("plan", "fixtures/paddle_lm", "--format", "json")
+    plan = json.loads(out)
+    assert plan["min_kernels"] == 10
+    assert [(s["target"], s["class"].rsplit(".", 1)[1]) for s in plan["sites"]] == [("self.blocks[*]", "DecoderBlock")]
+    assert plan["sites"][0]["kernels"] >= 10
+    skipped = {(s["target"], s["class"].rsplit(".", 1)[1]): s for s in plan["skipped"]}
+    assert set(skipped) == {
+        ("self.experts[*]", "GatedMLP"), ("self.embed", "TokenEmbedding"), ("self.embed_proj", "Sequential"),
+        ("self.norm", "RMSNorm"), ("self.head", "LMHead"),
+    }
+    assert all(0 < s["kernels"] < 10 and "min-kernels = 10" in s["reason"] for s in skipped.values())
+    _, text = _run("plan", "fixtures/paddle_lm")
+    assert "Left unwrapped, too small to pay for a wrapper (5)" in text and "self.head: LMHead: about 1 kernel per call" in text

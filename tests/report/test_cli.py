@@ -32,7 +32,7 @@ def test_report_writes_the_page_and_one_summary_line(tmp_path):
     result = run("report", "fixtures/paddle_lm", "--html", str(out))
     assert result.exit_code == 0 and result.stdout == ""
     [line] = result.stderr.splitlines()
-    assert line.startswith(f"autograph-cg: wrote {out}: 12 layer classes (6 ineligible, 0 unknown, 6 eligible, 0 skipped)")
+    assert line.startswith(f"autograph-cg: wrote {out}: 12 layer classes (6 ineligible, 0 unknown, 0 conditional, 6 eligible, 0 skipped)")
     assert "of 15 layer instantiations graphed, 11 findings; " in line and line.endswith(" s")
     assert out.read_text().startswith("<!DOCTYPE html>")
 

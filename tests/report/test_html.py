@@ -59,7 +59,7 @@ def test_page_is_balanced_and_self_contained(analysis):
 def test_totals(analysis):
     text = render(analysis)
     counts = dict(re.findall(r'data-status="(\w+)">(\d+)<', text))
-    assert counts == {"ineligible": "2", "unknown": "1", "eligible": "2", "skipped": "0"}
+    assert counts == {"ineligible": "2", "unknown": "1", "conditional": "0", "eligible": "2", "skipped": "0"}
     families = dict(re.findall(r'data-family="(AG\d)">(\d+)<', text))
     assert families == {"AG1": "3", "AG2": "1", "AG3": "1", "AG4": "0", "AG5": "0", "AG9": "1"}
     # 7 instantiations in the tree; DecoderBlock and RMSNorm wrapped, attention and its Linear inside the graph

@@ -98,6 +98,7 @@ class Package:
         self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
         self.not_capturable = not_capturable
         self.unresolved_names: Counter[str] = Counter()  # what AG9xx reasons named: what a user could declare
+        self.optional = {q for m in modules for q in m.optional_imports}  # outside code used only if installed
         self.keep = keep  # select/ignore: a code not kept neither reports nor blocks
         self.unknown = unknown  # what AG9xx means for verdicts: "unknown", "block" or "allow"
         self.classes: dict[str, tuple[ModuleFacts, ClassFacts]] = {}
@@ -120,6 +121,7 @@ class Package:
         self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
+        self.configured = Solver(self, branches=self.defaults)  # what the default configuration builds
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -313,7 +315,8 @@ class Package:
             if method is not None:
                 result.take(self._function(context, method[0], method[1]), step)
                 return
-            self._run(self.solver.attribute(context, target), call, module, result, f"{step} → self.{target}")
+            held = self.solver.attribute(context, target)
+            self._run(held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target))
         elif kind == "self-attr" and context in self.classes:
             attr, _, method_name = target.partition(".")
             self._methods(self.solver.attribute(context, attr), method_name, call, module, result, f"{step} → self.{attr}")
@@ -341,10 +344,33 @@ class Package:
             self._unresolved(call, module, result, step)
 
     # ----- what a call may run ------------------------------------------------------------------------------------
-    def _run(self, value: Value, call: CallRef, module: ModuleFacts, result: _Result, step: str, constructs: bool = False) -> None:
+    def _run(
+        self,
+        value: Value,
+        call: CallRef,
+        module: ModuleFacts,
+        result: _Result,
+        step: str,
+        constructs: bool = False,
+        default: Callable[[], Value] | None = None,
+    ) -> None:
         """Absorb the verdicts of everything a call may run, given what its callee may hold.
 
-        `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance."""
+        `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance.
+        `default`: what the callee holds in the default configuration; what only other configurations build
+        is conditional on them (asked only when something fails)."""
+        if default is not None:
+            trial = _Result()
+            self._run(value, call, module, trial, step, constructs)
+            if trial.status is not Status.ELIGIBLE and not trial.hard:
+                usual = default()
+                if usual and usual != value:
+                    self._run(usual, call, module, result, step, constructs)
+                    other = _Result()
+                    self._run(frozenset(value - usual), call, module, other, step, constructs)
+                    other.kernels = 0
+                    result.take(other, None, "a non-default configuration builds it")
+                    return
         targets = 0
         before, most = result.kernels, 0  # one of the candidates runs: the largest counts
         for atom in sorted(value, key=repr):
@@ -399,6 +425,11 @@ class Package:
                 result.kernels += 1  # a framework function stored or passed: one op
             return
         if qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES:
+            return
+        if qual in self.optional:  # the default, without it installed, is the package's own fallback
+            found = _Result()
+            self._unknown("AG902", qual, call, module, call.span.line, found, step)
+            result.take(found, None, f"`{qual.split('.', 1)[0]}` is installed")
             return
         self._unknown("AG902", qual, call, module, call.span.line, result, step)
 

@@ -103,5 +103,6 @@ class ModuleFacts:
     deep: bool = True  # sublayer sites and the bodies forward reaches within the file were indexed
     complete: bool = True  # every function body was walked
     star_imports: tuple[str, ...] = ()  # modules `from m import *` reads, in order
+    optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
     scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name
     errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk

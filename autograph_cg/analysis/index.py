@@ -83,6 +83,7 @@ def index_source(
         framework=scope.framework,
         imports=scope.imports,
         star_imports=tuple(scope.star_imports),
+        optional_imports=tuple(scope.optional_imports),
         classes=classes,
         functions=functions,
         sites=tuple(module_sites),
@@ -555,13 +556,12 @@ class SiteCollector:
         if not isinstance(func, ast.Attribute):
             return
         owner = func.value
-        if isinstance(owner, ast.Name) and owner.id in self.lists and func.attr in ("append", "extend", "insert"):
-            value = call.args[-1] if call.args else None
-            if value is not None:
-                self._extend_list(owner.id, value if func.attr != "append" else ast.List(elts=[value]))
-            return
         if isinstance(owner, ast.Name) and func.attr in ("append", "extend", "insert") and call.args:
-            self._nested_containers(call.args[-1], f"{owner.id}[*]", statement)
+            value = call.args[-1]
+            if owner.id in self.lists:
+                self._extend_list(owner.id, value if func.attr != "append" else ast.List(elts=[value]))
+            if not isinstance(value, ast.Call) or not self._container(value) or owner.id not in self.lists:
+                self._nested_containers(value, f"{owner.id}[*]", statement)
             return
         attr = _self_attr(owner)
         if attr is not None and func.attr in ("append", "extend", "insert") and call.args:

@@ -110,8 +110,9 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         for cls in module.classes.values():
             for site in cls.sites:
                 entries.append(_entry(package, module, site, cls.qualname))
-        for site in module.sites:
-            entries.append(_entry(package, module, site, ""))
+        for site in module.sites:  # a layer a function builds belongs to the classes that call the function
+            for owner in _function_owners(package, module.module, site.scope) or [""]:
+                entries.append(_entry(package, module, site, owner))
     by_holder = {(e.path, e.site.holder): e for e in entries if e.items is not None}
 
     def whole(entry: _Entry) -> bool:
@@ -130,7 +131,8 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     def kernels(entry: _Entry) -> int:
         built = entry.items if entry.items is not None else entry.built
         counts = [verdicts[c].kernels for c in built.classes if c in verdicts] + [fw.kernels(o) for o in built.others]
-        return sum(counts) if entry.items is not None else max(counts, default=0)
+        # a container runs all it holds; a site builds one of its candidates, maybe the smallest
+        return sum(counts) if entry.items is not None else min(counts, default=0)
 
     def candidate(entry: _Entry) -> bool:
         if entry.site.skipped or covered(entry):
@@ -218,6 +220,20 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     skipped.sort(key=lambda s: (s.path, s.span.line, s.span.col))
     unresolved = tuple(package.unresolved_names.most_common(10))
     return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes)), tuple(skipped), min_kernels, unresolved)
+
+
+def _function_owners(package: Package, module: str, scope: str, depth: int = 0) -> list[str]:
+    """The classes whose `__init__` (or a method) calls the function `scope`, through other functions too."""
+    if not scope or scope == MODULE_SCOPE or depth > 4:
+        return []
+    owners: set[str] = set()
+    for caller_module, caller in package.solver.callers(module, scope):
+        owner = f"{caller_module}.{caller.split('.', 1)[0]}"
+        if owner in package.classes:
+            owners.add(owner)
+        elif caller != MODULE_SCOPE:
+            owners.update(_function_owners(package, caller_module, caller, depth + 1))
+    return sorted(owners)
 
 
 def _entry(package: Package, module: ModuleFacts, site: SiteFacts, owner: str) -> _Entry:

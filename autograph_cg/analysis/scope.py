@@ -28,6 +28,14 @@ def dotted_name(node: ast.expr, base_of: Callable[[str], str | None]) -> str | N
     return ".".join([base, *reversed(parts)]) if parts else base
 
 
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """`except ImportError`, `except (ImportError, ...)`, `except ModuleNotFoundError`, `except Exception`, bare."""
+    if handler.type is None:
+        return True
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(getattr(n, "id", getattr(n, "attr", "")) in ("ImportError", "ModuleNotFoundError", "Exception") for n in names)
+
+
 class ModuleScope:
     """What one file knows about names at module level, and how to turn AST positions into editor positions."""
 
@@ -42,6 +50,7 @@ class ModuleScope:
         self.definitions: set[str] = set()  # module-level def/class names
         self.variables: set[str] = set()  # module-level assigned names
         self.star_imports: list[str] = []  # modules whose public names `from m import *` brings in
+        self.optional_imports: list[str] = []  # imported in `try:` with an `except ImportError:` fallback
         self.framework: str | None = None
         self.suppressions = Suppressions()
         for statement in tree.body:
@@ -65,9 +74,12 @@ class ModuleScope:
                     if isinstance(node, ast.Name):
                         self.variables.add(node.id)
         elif isinstance(statement, (ast.If, ast.Try)):  # guarded imports: try/except ImportError, if TYPE_CHECKING
+            optional = isinstance(statement, ast.Try) and any(_catches_import_error(h) for h in statement.handlers)
             for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []), *[h.body for h in getattr(statement, "handlers", [])]):
                 for inner in block:
                     self._scan(inner)
+                    if optional and block is statement.body and isinstance(inner, (ast.Import, ast.ImportFrom)):
+                        self.optional_imports.extend(qual for _, qual in self.import_bindings(inner))
 
     # ----- names ---------------------------------------------------------------------------------------------------
     def import_bindings(self, node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:

@@ -8,7 +8,9 @@ in one place and the default elsewhere holds either. What a function returns is 
 class. Calls through values (`block_fn(...)`, `model_cls(**kwargs)`) become call sites once their callees are
 solved, in rounds until none appears. Cycles are solved to a fixed point: a value read before it grew is
 recomputed. `defaults=True` answers what holds when nobody passes anything: parameters keep their defaults
-(or an instance of the class their annotation names), so flags read as their default values.
+(or an instance of the class their annotation names), so flags read as their default values. With
+`branches` (such a defaults solver), branches that are off by default build nothing: what remains is the
+default build (`self.q_proj` is a Linear unless `config.tensor_parallel_degree > 1`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.resolver.sites import CallSites, Ctx, PackageView, defines, owner_class
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
-from autograph_cg.analysis.resolver.summaries import ITEMS, MODULE_SCOPE, Expr, ScopeSummary
+from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary
 from autograph_cg.analysis.resolver.values import (
     EMPTY,
     HOST,
@@ -45,9 +47,10 @@ _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.starts
 
 
 class Solver:
-    def __init__(self, package: PackageView, defaults: bool = False) -> None:
+    def __init__(self, package: PackageView, defaults: bool = False, branches: "Solver | None" = None) -> None:
         self.package = package
         self.defaults = defaults
+        self.branches = branches  # when given: a branch it finds off by default builds nothing (the default build)
         self._values: dict[Any, Value] = {}
         self._dependents: dict[Any, set[Any]] = {}
         self._dirty: set[Any] = set()
@@ -67,6 +70,15 @@ class Solver:
     def items(self, value: Value) -> Value:
         """What iterating or indexing `value` gives."""
         return self._ask(("items-of", value))
+
+    def callers(self, module: str, scope: str) -> list[tuple[str, str]]:
+        """(module, scope) of every call site of the function `scope` of `module`."""
+        summary = self.scope(module, scope)
+        if summary is None:
+            return []
+        self._prepare()
+        assert self._sites is not None
+        return [(ctx[0], ctx[1]) for _, ctx, _ in self._sites.of(f"{module}.{scope}", summary)]
 
     def truth(self, condition: Expr, module: str, scope: str) -> bool | None:
         """Whether an `if` test (the summarizer's condition form) holds; None when the values do not say."""
@@ -95,6 +107,10 @@ class Solver:
             none = vague or ("C", None) in value
             other = vague or any(a != ("C", None) for a in value)
             return (other, none) if condition[2] else (none, other)
+        if tag == "cmp":  # `x > number` and its kin
+            value = self._eval(condition[1], ctx)
+            outcomes = [_compare(a, condition[2], condition[3]) for a in value]
+            return any(o is not False for o in outcomes), any(o is not True for o in outcomes)
         if tag == "eq":  # `x == constant` (negated: `!=`)
             value = self._eval(condition[1], ctx)
             same = any(a[0] != "C" or a[1] == condition[2] for a in value)
@@ -275,15 +291,16 @@ class Solver:
         outer: Ctx = (module, summary.parent or MODULE_SCOPE, None)
         default = summary.defaults.get(name)
         forward = summary.method == "method" and summary.name.rsplit(".", 1)[-1].startswith("forward")
-        if self.defaults and site is None:  # nobody passes anything: the default, else what the annotation names
+        if self.defaults and site is None:  # optional arguments are left out: their defaults hold
             if default is not None:
                 return self._eval(default, outer)
-            annotation = summary.annotations.get(name)
-            if annotation is not None:
-                return instances(self._eval(annotation, outer), self.package.classes.__contains__)
             if name == summary.kwarg:
                 return frozenset({mapping(())})
-            return TENSOR if forward else unknown(f"parameter `{name}` has no default")
+            if forward:
+                return TENSOR
+            annotation = summary.annotations.get(name)  # a required one: what callers pass, or its annotated class
+            if annotation is not None:
+                return instances(self._eval(annotation, outer), self.package.classes.__contains__)
         parts: list[Value] = [self._eval(default, outer)] if default is not None else []
         index = summary.params.index(name) if name in summary.params else -1
         if site is not None:  # solved for one call site: what that call passes
@@ -294,8 +311,16 @@ class Solver:
             parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)
             return union(parts)
         assert self._sites is not None
-        for call, call_ctx, skip in self._sites.of(f"{module}.{summary.name}", summary):
+        sites = self._sites.of(f"{module}.{summary.name}", summary)
+        for call, call_ctx, skip in sites:
             parts.append(self._bind(call, call_ctx, skip, summary, name, index))
+        if not sites and name in (summary.vararg, summary.kwarg):  # nothing seen passes anything extra
+            return frozenset({mapping(()) if name == summary.kwarg else listing(())})
+        if not sites and default is None:  # nothing seen passes it: its annotation's class, else it cannot be told
+            annotation = summary.annotations.get(name)
+            if annotation is not None:
+                return instances(self._eval(annotation, outer), self.package.classes.__contains__)
+            return unknown(f"parameter `{name}` of {summary.name}, which no call seen passes")
         return union(parts)
 
     def _bind(self, call: Expr, ctx: Ctx, skip: int, summary: ScopeSummary, name: str, index: int) -> Value:
@@ -392,7 +417,11 @@ class Solver:
             return self._super(expr[1], ctx)
         if tag == "if":  # flows only where its branch may run
             holds, fails = self._may(expr[1], ctx)
-            return self._eval(expr[3], ctx) if (fails if expr[2] else holds) else EMPTY
+            runs = fails if expr[2] else holds
+            if runs and self.branches is not None:
+                truth = self.branches.truth(expr[1], ctx[0], ctx[1])
+                runs = truth is None or truth != expr[2]
+            return self._eval(expr[3], ctx) if runs else EMPTY
         if tag == "*":
             return self._items(self._eval(expr[1], ctx))
         if tag == "?":
@@ -484,7 +513,21 @@ class Solver:
         if attr in _CONTAINER_READS and any(fw.layer_kind(b) == "container" for b in bases):
             held = self._node(("attr", cls, ITEMS)) if attr != ITEMS else EMPTY  # a ModuleDict subclass's own items
             return frozenset({("container-method", listing(self._items(held)), attr)})
-        return _framework_instance_attribute(bases[0], attr) if bases else EMPTY
+        if bases:
+            return _framework_instance_attribute(bases[0], attr)
+        if attr not in (ITEMS, DYNAMIC) and any(DYNAMIC in self._written(owner) for owner in package.mro(cls)):
+            return self._node(("attr", cls, DYNAMIC))  # `setattr(self, key, value)` under computed names
+        return EMPTY  # set nowhere: reading it would raise, so no value flows from here
+
+    def _written(self, cls: str) -> set[str]:
+        """The attributes the methods of `cls` itself assign on `self`."""
+        module, facts = self.package.classes[cls]
+        found: set[str] = set()
+        for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
+            summary = self.scope(module.module, f"{facts.name}.{method}")
+            if summary is not None:
+                found.update(summary.self_attrs)
+        return found
 
     def _field(self, cls: str, owner: str, attr: str) -> Value:
         """A field of a class whose `__init__` is generated (a dataclass, a NamedTuple): what constructions pass."""
@@ -535,6 +578,8 @@ class Solver:
                 out |= {a for k, a in atom[1] if key is None or k == key or k is None}
             elif kind == "I" and atom[1] in self.package.classes:
                 out |= self._instance_items(atom[1])
+            elif kind in ("G", "I"):  # containers nest one level here: an object met one unpacking early is itself
+                out.add(atom)
             elif kind == "mapping-of":
                 out |= self._node(("mapping", atom[1]))
             elif kind in ("C", "H"):
@@ -551,7 +596,7 @@ class Solver:
             return self._node(("ret", (module.module, f"{facts.name}.__getitem__", None)))
         if self._is_mapping(cls):
             return self._node(("mapping", cls))
-        return unknown(f"items of a {cls.rsplit('.', 1)[-1]}")
+        return frozenset({("I", cls)})  # a layer met where its items were asked for: see `_items`
 
     # ----- calls -------------------------------------------------------------------------------------------------
     def _call(self, expr: Expr, ctx: Ctx) -> Value:
@@ -669,7 +714,12 @@ class Solver:
         if qual == "builtins.getattr":
             name = args[1] if len(args) > 1 else None
             literal = name is not None and name[0] == "c" and isinstance(name[1], str)
-            found = self._attribute_of(first, name[1]) if literal else unknown("getattr of a computed name")  # type: ignore[index]
+            if literal:
+                found = self._attribute_of(first, name[1])  # type: ignore[index]
+            elif first and all(a[0] == "G" and fw.is_framework(a[1]) and a[1] not in self.package.classes for a in first):
+                found = frozenset({("G", f"{a[1]}.<computed>") for a in first})  # a framework module's function
+            else:
+                found = unknown("getattr of a computed name")
             return found | (self._eval(args[2], ctx) if len(args) > 2 else EMPTY)
         if qual in ("builtins.dict", "collections.OrderedDict"):
             pairs: set[tuple[Any, Atom]] = set()
@@ -697,6 +747,13 @@ class Solver:
         if qual == "itertools.repeat":
             return frozenset({listing(first)})
         return frozenset({listing(self._items(first))})  # list, tuple, set, sorted, reversed, filter
+
+
+def _compare(atom: Atom, op: str, number: float) -> bool | None:
+    if atom[0] != "C" or not isinstance(atom[1], (int, float)) or isinstance(atom[1], bool) and op != ">":
+        return None
+    value = atom[1]
+    return value > number if op == ">" else value >= number if op == ">=" else value < number if op == "<" else value <= number
 
 
 def _may_be(atom: Atom, truth: bool) -> bool:

@@ -42,6 +42,8 @@ def unknown(reason: str) -> Expr:
 MODULE_SCOPE = "<module>"
 #: The attribute under which a layer keeps sublayers added under computed names (`add_module(str(i), m)`).
 ITEMS = "[items]"
+#: The attribute under which an object keeps what `setattr(self, name, value)` sets under computed names.
+DYNAMIC = "[dynamic]"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Callable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.scope import ModuleScope, dotted_name
-from autograph_cg.analysis.resolver.summaries import HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, unknown
+from autograph_cg.analysis.resolver.summaries import DYNAMIC, HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, unknown
 
 #: Calls whose arguments the solver reads (they pass values through) but which bind no package parameter.
 PASS_THROUGH = frozenset(
@@ -33,6 +33,7 @@ _REGISTER_LAYER = frozenset({"add_module", "add_sublayer", "register_module"})
 _REGISTER_TENSOR = frozenset({"register_buffer", "register_parameter", "create_parameter"})
 
 Qualify = Callable[[str], "str | None"]
+_ORDER = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
 
 
 class _Scope:
@@ -89,7 +90,8 @@ class Summarizer:
 
     def condition(self, node: ast.expr, self_name: str | None) -> Expr:
         """An `if` test as a truth to evaluate: ("and"|"or", (e, ...)), ("not", e), ("is", e, negated) for a
-        `None` check, ("eq", e, value, negated) against a constant, or any value (its truthiness)."""
+        `None` check, ("eq", e, value, negated) or ("cmp", e, ">"|">="|"<"|"<=", number) against a constant,
+        or any value (its truthiness)."""
         if isinstance(node, ast.BoolOp):
             return ("and" if isinstance(node.op, ast.And) else "or", tuple(self.condition(v, self_name) for v in node.values))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -100,6 +102,8 @@ class Summarizer:
                 return ("is", self.expression(node.left, self_name), isinstance(op, ast.IsNot))
             if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
                 return ("eq", self.expression(node.left, self_name), right.value, isinstance(op, ast.NotEq))
+            if type(op) in _ORDER and isinstance(right, ast.Constant) and isinstance(right.value, (int, float)):
+                return ("cmp", self.expression(node.left, self_name), _ORDER[type(op)], right.value)
             return HOST
         return self.expression(node, self_name)
 
@@ -179,6 +183,8 @@ class Summarizer:
         elif kind is ast.AnnAssign:
             if node.value is not None:  # type: ignore[attr-defined]
                 self._bind(node.target, self._expr(node.value, scope), scope)  # type: ignore[attr-defined]
+            elif module_level and isinstance(node.target, ast.Name):  # type: ignore[attr-defined]
+                scope.locals.setdefault(node.target.id, [])  # a declared field (a dataclass's): its constructor sets it
         elif kind is ast.AugAssign:
             self._bind(node.target, self._expr(node.value, scope), scope)  # type: ignore[attr-defined]
         elif kind is ast.Expr:
@@ -289,8 +295,9 @@ class Summarizer:
                     return
         if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
             owner, name, value = call.args
-            if isinstance(owner, ast.Name) and owner.id == scope.self_name and isinstance(name, ast.Constant) and isinstance(name.value, str):
-                scope.add(scope.self_attrs, name.value, self._expr(value, scope))
+            if isinstance(owner, ast.Name) and owner.id == scope.self_name:
+                literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+                scope.add(scope.self_attrs, name.value if literal else DYNAMIC, self._expr(value, scope))  # type: ignore[union-attr]
                 return
         self._expr(call, scope)
 

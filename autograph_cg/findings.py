@@ -34,6 +34,7 @@ class Finding:
     message: str
     function: str  # where it sits: "Class.method" or "function", "" at module level
     source_line: str = ""  # the stripped text of the first line, for baselines and reports
+    condition: str = ""  # it runs only when this holds, which is off by default (the class is then conditional)
 
     @property
     def line(self) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from autograph_cg.analysis import frameworks as fw
@@ -254,6 +254,10 @@ class Package:
             return result
         owner, method = found
         result.take(self._function(qual, owner, method), None)
+        if self._autograd(qual):  # an autograd function runs its backward too
+            backward = self.find_method(qual, "backward")
+            if backward is not None:
+                result.take(self._function(qual, backward[0], backward[1]), None)
         return result
 
     def _function(self, context: str, owner: str, function: FunctionFacts) -> _Result:
@@ -554,7 +558,12 @@ class Package:
                 function = self.modules[owner].functions.get(name)
             if function is None:
                 continue
-            found.extend(f for f in function.findings if self.keep(f.code))
+            module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
+            off = self._off_conditions(module, function) if function.conditions else frozenset()
+            for index, finding in enumerate(function.findings):
+                if self.keep(finding.code):
+                    condition = _condition_text(function, function.guard(index), off)
+                    found.append(replace(finding, condition=condition) if condition else finding)
         found.extend(self.extra_findings.values())
         found.sort(key=Finding.sort_key)
         return found

@@ -563,6 +563,11 @@ class SiteCollector:
             if not isinstance(value, ast.Call) or not self._container(value) or owner.id not in self.lists:
                 self._nested_containers(value, f"{owner.id}[*]", statement)
             return
+        if _self_attr(func) is not None and func.attr in ("register_buffer", "register_parameter") and call.args:
+            name = call.args[0]  # `self.register_buffer("inv_freq", t)`: `self.inv_freq` is a tensor
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and self.cls is not None:
+                self.cls.set(name.value, TENSOR)
+            return
         attr = _self_attr(owner)
         if attr is not None and func.attr in ("append", "extend", "insert") and call.args:
             self._constructed(call.args[-1], attr, f"self.{attr}[*]", "list", statement)

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import click
 
+from autograph_cg.analysis.verdicts import STATUS_DOCS, Status
 from autograph_cg.rules.registry import ALL_RULES, rule
 
 
 @click.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print a rule's documentation: what it finds, why it breaks a CUDA graph, and what to write instead."""
+    """Print a rule's documentation (what it finds, why it breaks a CUDA graph, what to write instead), or what a
+    verdict means: `explain conditional`."""
+    status = next((s for s in Status if s.value == code.lower()), None)
+    if status is not None:
+        click.echo(f"# {status.value}\n\n{STATUS_DOCS[status]}\n")
+        return
     try:
         found = rule(code)
     except KeyError:
-        raise click.UsageError(f"unknown rule {code!r}; `autograph-cg rules` lists them") from None
+        raise click.UsageError(f"unknown rule or verdict {code!r}; `autograph-cg rules` lists the rules") from None
     click.echo(found.docs(), nl=False)
 
 

@@ -24,6 +24,7 @@ def finding_dict(f: Any) -> dict[str, Any]:
         "severity": rule.severity.value,
         "message": f.message,
         "function": f.function,
+        **({"condition": f.condition} if f.condition else {}),
     }
 
 

@@ -65,6 +65,8 @@ def emit(analysis: Any, stream: TextIO, options: Any = None) -> None:
             "locations": [_location(finding.path, root, finding.span, finding.function)],
             "partialFingerprints": {FINGERPRINT_KEY: fingerprint(key, occurrence)},
         }
+        if finding.condition:  # it runs only under a default-off condition: its class is conditional, not blocked
+            result["properties"] = {"condition": finding.condition, "offByDefault": True}
         stream.write(("," if number else "") + "\n        " + json.dumps(result, ensure_ascii=False))
     stream.write(("\n      ]" if findings else "]") + tail + "\n")
 

@@ -95,7 +95,9 @@ class Rule:
             "",
             f"Family: {self.family.title} ({self.family.prefix}xx). Severity: {self.severity.value}."
             + (" Blocks capture." if self.blocks else " Does not block capture by itself.")
-            + ("" if self.default else f" Reported only when selected (`--select {self.code}`)."),
+            + ("" if self.default else f" Reported only when selected (`--select {self.code}`).")
+            + (" Under a condition that is off by default it makes a class `conditional`, not ineligible "
+               "(`autograph-cg explain conditional`)." if self.blocks and self.family.prefix in ("AG1", "AG2", "AG3") else ""),
             "",
             f"{section} What it does",
             self.what.strip(),

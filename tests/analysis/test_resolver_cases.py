@@ -1,0 +1,404 @@
+"""The resolver's mechanisms, each with a case that must resolve to a capturable class and a look-alike that
+must not, in both frameworks. A case is a small package: files with `{nn}`, `{Layer}` and `{fw}` standing for
+the framework's spellings, and the verdict expected for some of its classes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograph_cg.api import Options, analyze
+from autograph_cg.config import Config
+
+SPELLING = {
+    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "F": "paddle.nn.functional"},
+    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "F": "torch.nn.functional"},
+}
+
+CLEAN = """import {fw}
+from {nn} import {Layer}
+
+
+class Clean({Layer}):
+    def forward(self, x):
+        return x * 2
+
+
+class Sync({Layer}):
+    def forward(self, x):
+        return x / x.max().item()
+"""
+
+AUTOGRAD = """import {fw}
+
+
+
+class Clean({fw}.autograd.{function}):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class SyncBack({fw}.autograd.{function}):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad / grad.max().item()
+"""
+
+CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # a constructor parameter's default class is what the attribute holds
+    "parameter-default": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Good({Layer}):
+    def __init__(self, act_layer=Clean):
+        super().__init__()
+        self.act = act_layer()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Bad({Layer}):
+    def __init__(self, act_layer=Sync):
+        super().__init__()
+        self.act = act_layer()
+
+    def forward(self, x):
+        return self.act(x)
+"""},
+        {"m.Good": "eligible", "m.Bad": "ineligible"},
+    ),
+    # what a call site passes (a partial, across files) binds the parameter too
+    "call-site-binding": (
+        {"parts.py": CLEAN, "block.py": """from {nn} import {Layer}
+from .parts import Clean
+
+
+class Block({Layer}):
+    def __init__(self, norm_layer=Clean):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+""", "model.py": """from functools import partial
+
+from {nn} import {Layer}
+from .block import Block
+from .parts import Sync
+
+
+class Uses({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.block = Block(norm_layer=partial(Sync))
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"block.Block": "ineligible", "model.Uses": "ineligible"},
+    ),
+    # a factory returns an instance of a class picked from a table by a known string: only that entry counts
+    "factory-and-registry": (
+        {"parts.py": CLEAN, "acts.py": """from .parts import Clean, Sync
+
+_TABLE = dict(clean=Clean, sync=Sync)
+
+
+def create_act(name):
+    return _TABLE[name.lower()]()
+""", "m.py": """from {nn} import {Layer}
+from .acts import create_act
+
+
+class Picked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = create_act("Clean")
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class AnyOf({Layer}):
+    def __init__(self, name):
+        super().__init__()
+        self.act = create_act(name)
+
+    def forward(self, x):
+        return self.act(x)
+"""},
+        {"m.Picked": "eligible", "m.AnyOf": "ineligible"},
+    ),
+    # a module-level alias defined in both arms of an `if` holds either class; an arm for another device never runs
+    "aliases-and-devices": (
+        {"parts.py": CLEAN, "alias.py": """import os
+
+from .parts import Clean, Sync
+
+if os.environ.get("FAST"):
+    Either = Sync
+else:
+    Either = Clean
+
+if {fw}.device.get_device() == "xpu":
+    OnCuda = Sync
+else:
+    OnCuda = Clean
+""", "m.py": """import {fw}
+from {nn} import {Layer}
+from .alias import Either, OnCuda
+
+
+class UsesEither({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.f = Either()
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class UsesOnCuda({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.f = OnCuda()
+
+    def forward(self, x):
+        if {fw}.device.get_device() == "npu":
+            x = x.cpu()
+        return self.f(x)
+"""},
+        {"m.UsesEither": "ineligible", "m.UsesOnCuda": "eligible"},
+    ),
+    # a local dispatch variable, and `Fn.apply(...)` of an autograd function: its forward and backward run
+    "dispatch-and-autograd-functions": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}
+
+
+def fast(x):
+    return x * 2
+
+
+def slow(x):
+    return x / x.max().item()
+
+
+class Dispatch({Layer}):
+    def __init__(self, clean=True):
+        super().__init__()
+        self.clean = clean
+
+    def forward(self, x):
+        fn = fast if self.clean else slow
+        return fn(x)
+
+
+class Only({Layer}):
+    def forward(self, x):
+        fn = fast
+        return fn(x)
+""", "fn.py": AUTOGRAD},
+        {"m.Dispatch": "ineligible", "m.Only": "eligible", "fn.Clean": "eligible", "fn.SyncBack": "ineligible"},
+    ),
+    # a registered buffer is a tensor: a condition on its values is host control flow
+    "buffers-are-tensors": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}
+
+
+class Rope({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("inv_freq", {fw}.ones([4]))
+
+    def forward(self, x):
+        return x * self.inv_freq.sum()
+
+
+class Branchy({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("inv_freq", {fw}.ones([4]))
+
+    def forward(self, x):
+        if self.inv_freq.sum() > 0:
+            return x
+        return -x
+"""},
+        {"m.Rope": "eligible", "m.Branchy": "ineligible"},
+    ),
+    # code behind a default-off flag or an optional argument is conditional; side effects there are never waived
+    "default-off-conditions": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}
+
+
+class Checkpointed({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.grad_checkpointing = False
+
+    def set_grad_checkpointing(self, enable=True):
+        self.grad_checkpointing = enable
+
+    def forward(self, x, mask=None):
+        if self.grad_checkpointing:
+            x = x / x.max().item()
+        if mask is not None:
+            x = x * mask.sum().item()
+        return x
+
+
+class Stateful({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.track = False
+        self.calls = 0
+
+    def forward(self, x):
+        if self.track:
+            self.calls += 1
+        return x
+"""},
+        {"m.Checkpointed": "conditional", "m.Stateful": "ineligible"},
+    ),
+    # an optional import with a fallback: what only the installed package runs is conditional on it
+    "optional-imports": (
+        {"m.py": """from {nn} import {Layer}
+
+try:
+    from fused_kernels import fused_norm
+except ImportError:
+    def fused_norm(x):
+        return x
+
+
+class Fused({Layer}):
+    def forward(self, x):
+        return fused_norm(x)
+""", "n.py": """from {nn} import {Layer}
+from other_kernels import plain_norm
+
+
+class Plain({Layer}):
+    def forward(self, x):
+        return plain_norm(x)
+"""},
+        {"m.Fused": "conditional", "n.Plain": "unknown"},
+    ),
+    # what only a non-default configuration builds is conditional on it
+    "default-configuration": (
+        {"m.py": """from {nn} import {Layer}
+import {nn} as nn
+from parallel_library import ParallelLinear
+
+
+class Config:
+    def __init__(self, parallel_degree=1, hidden=4):
+        self.parallel_degree = parallel_degree
+        self.hidden = hidden
+
+
+class Proj({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        if config.parallel_degree > 1:
+            self.proj = ParallelLinear(config.hidden)
+        else:
+            self.proj = nn.Linear(config.hidden, config.hidden)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+def parallel_model():
+    return Proj(Config(parallel_degree=8))
+
+
+class AlwaysParallel({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.proj = ParallelLinear(config.hidden)
+
+    def forward(self, x):
+        return self.proj(x)
+"""},
+        {"m.Proj": "conditional", "m.AlwaysParallel": "unknown"},
+    ),
+}
+
+
+
+def _write(root: Path, framework: str, files: dict[str, str]) -> None:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    spelling = {**SPELLING[framework], "function": "PyLayer" if framework == "paddle" else "Function"}
+    for name, text in files.items():
+        (pkg / name).write_text(text.format(**spelling))
+
+
+def _verdicts(root: Path, config: Config | None = None) -> dict[str, str]:
+    analysis = analyze([str(root / "pkg")], Options(config=config or Config(), use_cache=False, jobs=1))
+    assert not analysis.errors, analysis.errors
+    return {q.removeprefix("pkg."): v.status.value for q, v in analysis.plan.verdicts.items()}
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_resolver_case(tmp_path: Path, case: str, framework: str) -> None:
+    files, expected = CASES[case]
+    _write(tmp_path, framework, files)
+    found = _verdicts(tmp_path)
+    assert {name: found.get(name) for name in expected} == expected
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_declared_callables_decide_what_the_package_cannot_see(tmp_path: Path, framework: str) -> None:
+    files, _ = CASES["optional-imports"]
+    _write(tmp_path, framework, files)
+    assert _verdicts(tmp_path, Config(capturable=("other_kernels.*",)))["n.Plain"] == "eligible"
+    assert _verdicts(tmp_path, Config(not_capturable=("other_kernels.plain_norm",)))["n.Plain"] == "ineligible"
+
+
+def test_conditional_reasons_name_their_condition(tmp_path: Path) -> None:
+    files, _ = CASES["default-off-conditions"]
+    _write(tmp_path, "torch", files)
+    analysis = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1))
+    verdict = analysis.plan.verdicts["pkg.m.Checkpointed"]
+    assert sorted(r.condition for r in verdict.reasons) == ["mask is not None", "self.grad_checkpointing"]
+    assert all("off by default" in r.render() for r in verdict.reasons)
+
+
+def test_findings_under_a_default_off_condition_say_so_in_json_and_sarif(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from autograph_cg.cli import main
+
+    files, _ = CASES["default-off-conditions"]
+    _write(tmp_path, "torch", files)
+    runner = CliRunner()
+    report = json.loads(runner.invoke(main, ["lint", str(tmp_path / "pkg"), "--no-cache", "-q", "--format", "json"]).stdout)
+    conditions = {f["line"]: f.get("condition") for f in report["findings"] if f["code"] == "AG101"}
+    assert sorted(conditions.values()) == ["mask is not None", "self.grad_checkpointing"]
+    sarif = json.loads(runner.invoke(main, ["lint", str(tmp_path / "pkg"), "--no-cache", "-q", "--format", "sarif"]).stdout)
+    results = sarif["runs"][0]["results"]
+    assert {r["properties"]["condition"] for r in results if r["ruleId"] == "AG101"} == set(conditions.values())
+    explained = runner.invoke(main, ["explain", "conditional"]).stdout
+    assert explained.startswith("# conditional") and "off by default" in explained

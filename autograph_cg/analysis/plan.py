@@ -114,6 +114,10 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
             for owner in _function_owners(package, module.module, site.scope) or [""]:
                 entries.append(_entry(package, module, site, owner))
     by_holder = {(e.path, e.site.holder): e for e in entries if e.items is not None}
+    held: dict[tuple[str, str], list[_Entry]] = {}  # a container's item sites
+    for e in entries:
+        if e.items is None and e.site.holder:
+            held.setdefault((e.path, e.site.holder), []).append(e)
 
     def whole(entry: _Entry) -> bool:
         """A callable container that is wrapped in the source, or whose items can all be captured."""
@@ -129,10 +133,13 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         return holder is not None and whole(holder)
 
     def kernels(entry: _Entry) -> int:
+        """A site builds one of its candidates, maybe the smallest; a container runs each item it is built with."""
+        items = held.get((entry.path, entry.site.holder), []) if entry.items is not None else []
+        if items:
+            return sum(kernels(item) for item in {id(i): i for i in items}.values())
         built = entry.items if entry.items is not None else entry.built
         counts = [verdicts[c].kernels for c in built.classes if c in verdicts] + [fw.kernels(o) for o in built.others]
-        # a container runs all it holds; a site builds one of its candidates, maybe the smallest
-        return sum(counts) if entry.items is not None else min(counts, default=0)
+        return min(counts, default=0)
 
     def candidate(entry: _Entry) -> bool:
         if entry.site.skipped or covered(entry):
@@ -179,13 +186,16 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     sites: list[WrapSite] = []
     skipped: list[SkippedSite] = []
     by_site: dict[int, WrapSite] = {}
+    by_span: dict[tuple[str, Span], WrapSite] = {}  # a function's site is one wrapper, whichever classes call it
     for entry in entries:
         site = entry.site
         name = _describe(entry)
         if site.existing and not site.skipped or wraps_here(entry) and outside(entry):
-            wrap = WrapSite(entry.path, site.span, name, entry.owner, site.target or "", _short(site.container), site.existing, kernels(entry))
-            sites.append(wrap)
-            by_site[id(site)] = wrap
+            key = (entry.path, site.span)
+            if key not in by_span:
+                by_span[key] = WrapSite(entry.path, site.span, name, entry.owner, site.target or "", _short(site.container), site.existing, kernels(entry))
+                sites.append(by_span[key])
+            by_site[id(site)] = by_span[key]
         elif candidate(entry) and outside(entry):
             estimate = kernels(entry)
             reason = f"about {estimate} kernel{'s' if estimate != 1 else ''} per call, fewer than min-kernels = {min_kernels}"

@@ -104,3 +104,21 @@ def test_by_default_the_plan_wraps_only_sites_that_pay_and_lists_the_rest():
     assert all(0 < s["kernels"] < 10 and "min-kernels = 10" in s["reason"] for s in skipped.values())
     _, text = _run("plan", "fixtures/paddle_lm")
     assert "Left unwrapped, too small to pay for a wrapper (5)" in text and "self.head: LMHead: about 1 kernel per call" in text
+
+
+def test_a_layer_built_in_a_function_that_two_classes_call_is_one_site(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import torch.nn as nn\n\n\n"
+        "class Clean(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+        "def stack(n):\n    return nn.ModuleList([Clean() for _ in range(n)])\n\n\n"
+        "class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = stack(2)\n\n"
+        "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n        return x.tolist()\n\n\n"
+        "class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = stack(3)\n\n"
+        "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n        return x.tolist()\n"
+    )
+    _, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "0")
+    sites = json.loads(out)["sites"]
+    assert [(s["target"], s["class"].rsplit(".", 1)[1], s["existing"]) for s in sites] == [("return[*]", "Clean", False)]
+    assert _run("rewrite", str(tmp_path), "--min-kernels", "0")[0] == 0
+    _, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "0")
+    assert [(s["target"], s["existing"]) for s in json.loads(out)["sites"]] == [("return[*]", True)]

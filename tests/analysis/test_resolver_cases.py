@@ -55,6 +55,37 @@ class SyncBack({fw}.autograd.{function}):
 """
 
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # keyword arguments forwarded through a builder function's `**kwargs` and `dict(..., **kwargs)`
+    "forwarded-keywords": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean
+
+
+class Block({Layer}):
+    def __init__(self, dim, stride=1, norm_layer=None):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def make_blocks(block_fns, **kwargs):
+    block_kwargs = dict(stride=1, **kwargs)
+    return [block_fn(4, **block_kwargs) for block_fn in block_fns]
+
+
+class Good({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.blocks = make_blocks((Block, Block), norm_layer=Clean)
+
+    def forward(self, x):
+        return self.blocks[0](x)
+
+"""},
+        {"m.Block": "eligible", "m.Good": "eligible"},
+    ),
     # a constructor parameter's default class is what the attribute holds
     "parameter-default": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}

@@ -700,11 +700,9 @@ class Solver:
         args = expr[2]
         if qual == "dataclasses.field":  # a dataclass field's default
             return union(self._eval(v, ctx) for k, v in expr[3] if k == "default")
-        if not args:
-            if qual in ("builtins.dict", "collections.OrderedDict"):
-                return frozenset({mapping((k, a) for k, v in expr[3] if k for a in self._eval(v, ctx))})
+        if not args and qual not in ("builtins.dict", "collections.OrderedDict"):
             return frozenset({listing(())})
-        first = self._eval(args[0][1], ctx) if args[0][0] == "*" else self._eval(args[0], ctx)
+        first = EMPTY if not args else self._eval(args[0][1], ctx) if args[0][0] == "*" else self._eval(args[0], ctx)
         if qual == "typing.cast":
             return self._eval(args[1], ctx) if len(args) > 1 else first
         if qual in ("functools.partial", "copy.deepcopy", "copy.copy", "builtins.iter", "dataclasses.replace"):

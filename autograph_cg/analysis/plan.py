@@ -92,6 +92,7 @@ class _Entry:
     owner: str  # the class whose __init__ builds it, or "" (a module-level function or statement)
     built: _Built
     items: _Built | None = None  # for a container: what it holds
+    usual: _Built | None = None  # what the default build makes there, when the resolver can tell
 
 
 def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = DEFAULT_MIN_KERNELS) -> Plan:
@@ -133,11 +134,12 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         return holder is not None and whole(holder)
 
     def kernels(entry: _Entry) -> int:
-        """A site builds one of its candidates, maybe the smallest; a container runs each item it is built with."""
+        """A site builds one of its candidates (of the default build where known), maybe the smallest; a container
+        runs each item it is built with."""
         items = held.get((entry.path, entry.site.holder), []) if entry.items is not None else []
         if items:
             return sum(kernels(item) for item in {id(i): i for i in items}.values())
-        built = entry.items if entry.items is not None else entry.built
+        built = entry.items if entry.items is not None else entry.usual or entry.built
         counts = [verdicts[c].kernels for c in built.classes if c in verdicts] + [fw.kernels(o) for o in built.others]
         return min(counts, default=0)
 
@@ -253,7 +255,8 @@ def _entry(package: Package, module: ModuleFacts, site: SiteFacts, owner: str) -
     if fw.layer_kind(site.cls) == "container":
         items = package.solver.items(frozenset(a for a in value if a[0] == "L"))
         return _Entry(module.path, site, owner, _Built(others=(site.cls,)), _classify(package, items))
-    return _Entry(module.path, site, owner, _classify(package, value))
+    usual = _classify(package, package.defaults.default_build(site.callee, module.module, site.scope or MODULE_SCOPE) & value)
+    return _Entry(module.path, site, owner, _classify(package, value), usual=usual if usual.classes or usual.others else None)
 
 
 def _direct(package: Package, module: ModuleFacts, cls: str) -> _Built:

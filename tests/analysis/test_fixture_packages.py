@@ -122,3 +122,26 @@ def test_a_layer_built_in_a_function_that_two_classes_call_is_one_site(tmp_path)
     assert _run("rewrite", str(tmp_path), "--min-kernels", "0")[0] == 0
     _, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "0")
     assert [(s["target"], s["existing"]) for s in json.loads(out)["sites"]] == [("return[*]", True)]
+
+
+def test_a_sites_estimate_is_of_what_the_default_build_makes_there(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import torch.nn as nn\n\n\n"
+        "class Small(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+        "class Big(nn.Module):\n    def forward(self, x):\n"
+        "        return (((((x * 2 + 1) * 3 - 4) / 5 + 6) * 7 - 8) / 9 + 10) * 11 - 12\n\n\n"
+        "def make_stage(block_fn, n):\n    return nn.Sequential(*[block_fn() for _ in range(n)])\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self, block=Big):\n        super().__init__()\n"
+        "        self.stage = make_stage(block, 2)\n\n"
+        "    def forward(self, x):\n        return self.stage(x).tolist()\n\n\n"
+        "class TinyNet(Net):\n    def __init__(self):\n        super().__init__(block=Small)\n"
+    )
+    _, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "10")
+    plan = json.loads(out)
+    sites = [(s["target"], s["class"].rsplit(".", 1)[1], s["kernels"]) for s in plan["sites"]]
+    assert sites == [("return", "Sequential", plan_kernels(plan, "m.Big"))], sites  # one item site: counted once
+    assert plan_kernels(plan, "m.Big") >= 10 > plan_kernels(plan, "m.Small")
+
+
+def plan_kernels(plan: dict, qual: str) -> int:
+    return next(v["kernels"] for v in plan["verdicts"] if v["class"].endswith(qual))

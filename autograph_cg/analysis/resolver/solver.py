@@ -63,6 +63,21 @@ class Solver:
     def value(self, expr: Expr, module: str, scope: str) -> Value:
         return self._ask(("expr", expr, (module, scope, None)))
 
+    def default_build(self, expr: Expr, module: str, scope: str) -> Value:
+        """What `expr` holds in the default build (ask a `defaults` solver): in a function, as its callers call
+        it, each in its own default build; `make_blocks(block_fns)` builds what `ResNet()` passes by default."""
+        summary = self.scope(module, scope) if scope != MODULE_SCOPE else None
+        self._prepare()
+        assert self._sites is not None
+        sites = self._sites.of(f"{module}.{scope}", summary) if summary is not None and summary.method == "" else []
+        if not sites:
+            return self.value(expr, module, scope)
+        parts = []
+        for call, ctx, skip in sites:
+            self._calls[id(call)] = call
+            parts.append(self._ask(("expr", expr, (module, scope, (id(call), ctx, skip)))))
+        return union(parts)
+
     def attribute(self, cls: str, attr: str) -> Value:
         """What `self.attr` may hold on an instance of `cls`."""
         return self._ask(("attr", cls, attr))

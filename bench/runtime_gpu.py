@@ -356,6 +356,9 @@ def measure(
     from autograph_cg.runtime.stats import _registry as wrapped_layers  # by uid: names of freed layers recur
 
     clear_blas = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
+    # Each model compiles from a clean cache: compiled models of one process share Dynamo's code objects, whose
+    # recompile limit (8) the earlier models would use up, leaving the later ones silently eager.
+    torch._dynamo.reset()
     out: dict[str, Any] = {}
     kept: dict[tuple[str, str], Callable[[], None]] = {}  # the variants timed in alternation afterwards
     for name, build in variants(torch, make, shape).items():

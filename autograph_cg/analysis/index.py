@@ -56,15 +56,13 @@ def index_source(
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
             builders[statement.name] = _ClassBuilder(scope, statement, reachable, summarizer)
-            if reachable:
-                for method in statement.body:
-                    if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        summaries.function(method, f"{statement.name}.{method.name}", owner=True)
+            for method in statement.body:  # every body is summarized: the resolver sees every call site
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    summaries.function(method, f"{statement.name}.{method.name}", owner=True)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function_nodes[statement.name] = statement
             module_sites.extend(SiteCollector(scope, None, statement, summarizer=summarizer).function_sites(reachable))
-            if reachable:
-                summaries.function(statement, statement.name, owner=False)
+            summaries.function(statement, statement.name, owner=False)
         else:
             module_sites.extend(SiteCollector(scope, None, None, summarizer=summarizer).plain_sites([statement]))
     walker = _Walker(scope, builders, function_nodes, summarizer)

@@ -63,6 +63,7 @@ class TreeNode:
     in_graph: bool  # inside a graph wrapped higher up
     site: WrapSite | None = None
     children: tuple["TreeNode", ...] = field(default=())
+    shown_above: bool = False  # its sublayers are listed where the class first appears (the tree stays linear)
 
 
 @dataclass(frozen=True)
@@ -216,12 +217,18 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         if len(seen) == 2 and owned.get(qual)
     ]
 
+    expanded: set[tuple[str, bool]] = set()  # (class, inside a graph): whose sublayers are listed already
+
     def tree(qual: str, target: str, in_graph: bool, site: WrapSite | None, depth: int, path: tuple[str, ...]) -> TreeNode:
         wrapped = site is not None
+        held = in_graph or (wrapped and verdicts[qual].status is not Status.CONDITIONAL)
+        if (qual, held) in expanded and owned.get(qual):
+            return TreeNode(qual, target, wrapped, in_graph, site, shown_above=True)
         children: list[TreeNode] = []
         if depth < 24 and qual not in path:
+            expanded.add((qual, held))
             for entry in owned.get(qual, ()):
-                inside = in_graph or (wrapped and not verdicts[qual].status is Status.CONDITIONAL) or covered(entry)
+                inside = held or covered(entry)
                 for child in entry.built.classes:
                     if child in verdicts:
                         children.append(tree(child, entry.site.target, inside, by_site.get(id(entry.site)), depth + 1, (*path, qual)))

@@ -124,6 +124,7 @@ def _node(plan: Plan, node: TreeNode, stream: TextIO, style: Style, prefix: str,
     verdict = plan.verdicts[node.qualname]
     label = node.qualname if root else f"{node.target}: {node.qualname.rsplit('.', 1)[-1]}"
     mark = "  [wrapped]" if node.wrapped else "  (in graph)" if node.in_graph else ""
+    mark += "  (sublayers above)" if node.shown_above else ""
     branch = "" if root else ("└─ " if last else "├─ ")
     stream.write(f"{prefix}{branch}{label}  {style(verdict.status.value, verdict.status.value)}{style(mark, 'bold')}\n")
     child_prefix = prefix + ("" if root else ("   " if last else "│  "))

@@ -217,6 +217,8 @@ class _Page:
             tags += '<span class="tag wrapped">graphed here</span>'
         elif node.in_graph:
             tags += '<span class="tag in-graph">in graph</span>'
+        if node.shown_above:
+            tags += '<span class="tag">sublayers listed above</span>'
         target = f'<span class="target">{escape(node.target)}</span>' if node.target else ""
         label = f'{self.badge(status)}<code title="{escape(node.qualname)}">{escape(name)}</code>{target}{tags}'
         attrs = f'class="{{kind}} st-{status}" data-name="{escape(node.qualname)}"'

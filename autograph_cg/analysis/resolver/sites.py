@@ -38,6 +38,7 @@ class CallSites:
         self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
         self._cache: dict[str, list[Site]] = {}
         self._init_runners: dict[str, list[str]] | None = None
+        self._by_owner: dict[tuple[str, bool], dict[str | None, list[tuple[Expr, Ctx]]]] = {}
         for module, facts in package.modules.items():
             for summary in facts.scopes.values():
                 ctx = (module, summary.name, None)
@@ -76,14 +77,22 @@ class CallSites:
                 yield call, ctx, skip if is_method else 0
         if not is_method:
             return
-        for call, ctx in self.self_calls.get(attr, ()):  # self.attr(...) in a class whose attr is this one
-            caller = owner_class(ctx[0], ctx[1], self.package)
-            if caller and self.method_owner(caller, attr) == owner:
-                yield call, ctx, skip
-        for call, ctx in self.super_calls.get(attr, ()):  # super().attr(...) that reaches this one
-            caller = owner_class(ctx[0], ctx[1], self.package)
-            if caller and self.method_owner(caller, attr, after=caller) == owner:
-                yield call, ctx, skip
+        for call, ctx in self._reaching(attr, False).get(owner, ()):  # self.attr(...) in a class whose attr is this one
+            yield call, ctx, skip
+        for call, ctx in self._reaching(attr, True).get(owner, ()):  # super().attr(...) that reaches this one
+            yield call, ctx, skip
+
+    def _reaching(self, attr: str, through_super: bool) -> dict[str | None, list[tuple[Expr, Ctx]]]:
+        """`self.attr(...)` (or `super().attr(...)`) calls by the class whose method they run: found once per name."""
+        found = self._by_owner.get((attr, through_super))
+        if found is None:
+            found = self._by_owner[(attr, through_super)] = {}
+            for call, ctx in (self.super_calls if through_super else self.self_calls).get(attr, ()):
+                caller = owner_class(ctx[0], ctx[1], self.package)
+                if caller:
+                    runs = self.method_owner(caller, attr, after=caller if through_super else None)
+                    found.setdefault(runs, []).append((call, ctx))
+        return found
 
     def constructed_through(self, owner: str) -> list[str]:
         """Classes whose construction runs `owner.__init__`: itself and subclasses that do not define one."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.resolver.sites import CallSites, Ctx, PackageView, defines, owner_class
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary
@@ -43,6 +44,7 @@ _UNSETTLED = unknown("a value that does not settle")
 _MAPPING_BASES = ("OrderedDict", "dict", "Mapping", "MutableMapping", "UserDict", "defaultdict")
 _STRING_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "split"})
 _CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "modules"})
+_HOST_ANNOTATIONS = frozenset(("n", t) for t in ("str", "int", "float", "bool", "bytes"))
 _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.startswith("builtins.")) | fw.HOST_BUILTINS
 
 
@@ -58,6 +60,7 @@ class Solver:
         self._stack: list[Any] = []
         self._sites: CallSites | None = None
         self._calls: dict[int, Expr] = {}  # id -> call expression, for call-site contexts
+        self._globals: dict[str, set[str]] = {}
 
     # ----- questions -----------------------------------------------------------------------------------------------
     def value(self, expr: Expr, module: str, scope: str) -> Value:
@@ -246,7 +249,7 @@ class Solver:
         if name in facts.classes or name in facts.functions:
             return frozenset({("G", f"{module}.{name}")})
         top = facts.scopes.get(MODULE_SCOPE)
-        variable = top is not None and (name in top.locals or any(name in s.global_writes for s in facts.scopes.values()))
+        variable = top is not None and (name in top.locals or name in self._global_writes(facts))
         qual = facts.imports.get(name)
         if variable or qual is not None:  # both, for `try: from x import f` / `except ImportError: f = None`
             found = self._node(("var", (module, MODULE_SCOPE, None), name)) if variable else EMPTY
@@ -257,6 +260,13 @@ class Solver:
         if name in _BUILTIN_NAMES:
             return frozenset({("G", "builtins." + name)})
         return unknown(f"`{name}` is not defined in {module}")
+
+    def _global_writes(self, facts: ModuleFacts) -> set[str]:
+        """Names some function of the module assigns under `global`."""
+        found = self._globals.get(facts.module)
+        if found is None:
+            found = self._globals[facts.module] = {n for s in facts.scopes.values() for n in s.global_writes}
+        return found
 
     def _exports(self, module: str, name: str, seen: set[str]) -> bool:
         """Whether `from module import *` brings `name` (following that module's own star imports)."""
@@ -325,6 +335,8 @@ class Solver:
         if forward:
             parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)
             return union(parts)
+        if summary.annotations.get(name) in _HOST_ANNOTATIONS:  # `name: str` for any caller: a host value, whose
+            return union([*parts, HOST])  # flow through every caller (model names, config keys) is not followed
         assert self._sites is not None
         sites = self._sites.of(f"{module}.{summary.name}", summary)
         for call, call_ctx, skip in sites:

@@ -102,14 +102,27 @@ def bounded(value: Value) -> Value:
     """Keep a value small, and only ever growing: past a few unknowns they become one general unknown, past a
     few constants they become a host value, past many atoms the value becomes unknown. Each of these stands
     for more than what it replaces, so a value that grows through a cycle still reaches a fixed point."""
-    if sum(1 for a in value if a[0] == "L") > 1 or sum(1 for a in value if a[0] == "K") > 1:
+    if len(value) < 2:
+        return value
+    lists = dicts = unknowns_seen = constants_seen = 0
+    for atom in value:
+        kind = atom[0]
+        if kind == "L":
+            lists += 1
+        elif kind == "K":
+            dicts += 1
+        elif kind == "?":
+            unknowns_seen += 1
+        elif kind == "C":
+            constants_seen += 1
+    if lists > 1 or dicts > 1:
         value = frozenset(merged(value))
     if len(value) > MAX_ATOMS:
         return TOO_MANY
+    if unknowns_seen <= MAX_REASONS and constants_seen <= MAX_CONSTANTS and SEVERAL_UNKNOWNS not in value:
+        return value
     unknowns = [a for a in value if a[0] == "?"]
     constants = [a for a in value if a[0] == "C"]
-    if len(unknowns) <= MAX_REASONS and len(constants) <= MAX_CONSTANTS and SEVERAL_UNKNOWNS not in value:
-        return value
     kept = set(value)
     if len(unknowns) > MAX_REASONS or SEVERAL_UNKNOWNS in value:
         kept = (kept - set(unknowns)) | {SEVERAL_UNKNOWNS}

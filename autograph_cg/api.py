@@ -101,7 +101,7 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
         deepened, _ = index_files([s for s in stamped if s[0].path in wanted], facts_cache, options.jobs, deep=True)
         by_path = {m.path: m for m in deepened}
         modules = [by_path.get(m.path, m) for m in modules]
-        package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable)
+        package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=package)
         package.compute_all()
     min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()
     plan = make_plan(package, options.wrap_unknown, min_kernels)

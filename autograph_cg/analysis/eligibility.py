@@ -93,7 +93,10 @@ class Package:
         unknown: str = "unknown",
         capturable: tuple[str, ...] = (),
         not_capturable: tuple[str, ...] = (),
+        solved: "Package | None" = None,
     ) -> None:
+        """`solved`: an earlier package of the same files whose resolver answers hold here too (the resolver reads
+        the summaries of every body, which a deeper index of a file does not change): they are kept, not redone."""
         self.modules = {m.module: m for m in modules}
         self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
         self.not_capturable = not_capturable
@@ -119,6 +122,11 @@ class Package:
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
         self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
+        if solved is not None:
+            self.solver, self.defaults, self.configured = solved.solver, solved.defaults, solved.configured
+            for solver in (self.solver, self.defaults, self.configured):
+                solver.rebind(self)
+            return
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
         self.configured = Solver(self, branches=self.defaults)  # what the default configuration builds

@@ -61,6 +61,19 @@ class Solver:
         self._sites: CallSites | None = None
         self._calls: dict[int, Expr] = {}  # id -> call expression, for call-site contexts
         self._globals: dict[str, set[str]] = {}
+        self._top: set[str] | None = None
+
+    def _roots(self) -> set[str]:
+        """The package's top-level names: a name under them that is not found is unknown, not outside code."""
+        if self._top is None:
+            self._top = {name.split(".", 1)[0] for name in self.package.modules}
+        return self._top
+
+    def rebind(self, package: PackageView) -> None:
+        """Answer for `package`, a deeper index of the same files: what is solved stays solved."""
+        self.package = package
+        if self._sites is not None:
+            self._sites.package = package
 
     # ----- questions -----------------------------------------------------------------------------------------------
     def value(self, expr: Expr, module: str, scope: str) -> Value:
@@ -290,7 +303,7 @@ class Solver:
             return self._module_name(module, name)
         if qual in package.modules:
             return frozenset({("G", qual)})
-        if qual.split(".", 1)[0] in _roots(package):
+        if qual.split(".", 1)[0] in self._roots():
             return unknown(f"`{qual}` is not found in the package")
         return frozenset({("G", qual)})
 
@@ -810,10 +823,6 @@ def _function_scope(package: PackageView, qual: str) -> tuple[str, str] | None:
                 return module, name
             return None
     return None
-
-
-def _roots(package: PackageView) -> set[str]:
-    return {name.split(".", 1)[0] for name in package.modules}
 
 
 def _framework_instance_attribute(cls: str, attr: str) -> Value:

@@ -86,6 +86,8 @@ RULES = (
             "torch: if x.device.type == 'cuda' and x.dtype == torch.float16:\n    x = x.float()",
             "paddle: if x.stop_gradient and x.dtype == paddle.float16:\n    x = x.astype('float32')",
             "class Case(nn.Module):\n    def forward(self, x, feats):\n        if feats:\n            x = x + feats.pop()\n        return x",
+            "torch: y = x.float() if torch.jit.is_scripting() else x",
+            "paddle: from paddle.nn.layer.layers import in_declarative_mode\ny = x.shape[:-1] if in_declarative_mode() else x.shape",
         ),
     ),
     Rule(

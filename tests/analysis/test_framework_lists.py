@@ -231,7 +231,7 @@ _NAMESPACES = (
     "torch", "torch.cuda", "torch.jit", "torch.compiler", "torch.distributed", "torch.overrides", "torch.onnx",
     "torch.backends.cuda", "torch.backends.cudnn", "torch.backends.mps", "torch.distributed.tensor", "paddle",
     "paddle.framework", "paddle.base.framework", "paddle.device", "paddle.device.cuda", "paddle.amp",
-    "paddle.distributed",
+    "paddle.distributed", "paddle.nn.layer.layers",
 )
 
 

@@ -391,7 +391,9 @@ class Summarizer:
             if fw.is_framework(qual):
                 if fw.layer_kind(qual) == "container":
                     return ("call", ("g", qual), self._arguments(node, scope), self._keywords(node, scope))
-                return ("call", ("g", qual), (), ()) if short[:1].isupper() else TENSOR
+                if short[:1].isupper():
+                    return ("call", ("g", qual), (), ())
+                return HOST if short in fw.HOST_FUNCTIONS else TENSOR  # `torch.jit.is_scripting()`: a flag
             if qual in PASS_THROUGH:
                 return ("call", ("g", qual), self._arguments(node, scope), self._keywords(node, scope))
             if qual.startswith("builtins.") and short in _HOST_BUILTINS:

@@ -452,10 +452,13 @@ class FunctionContext:
             if isinstance(arg, ast.Starred):
                 break
             hosts.append(self.kinds.get(id(arg), UNKNOWN) == HOST)
-        callee = None
+        callee = whole = None
         if kind == "unresolved" and self.summarizer is not None:
             callee = self.summarizer.expression(func, "self" if self.cls is not None else None)
-        self.calls.append(CallRef(kind, target, self.module.span(node), self.module.snippet(func), tuple(hosts), callee, self.active))
+        elif kind == "name" and self.summarizer is not None and func is node.func:
+            whole = self.summarizer.expression(node, "self" if self.cls is not None else None)
+        span, text = self.module.span(node), self.module.snippet(func)
+        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole))
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         if name in self.env or name in self.local_funcs:

@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
 from autograph_cg.analysis.failures import INTERNAL, describe, message
+from autograph_cg.analysis.resolver.sites import Ctx
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
@@ -67,6 +68,17 @@ class _Result:
             self.absorb(Status.CONDITIONAL, other.reasons, step, condition=condition, kernels=other.kernels)
         else:
             self.absorb(other.status, other.reasons, step, other.hard, kernels=other.kernels)
+
+
+_SITE_DEPTH = 2  # calls deep that a package function's verdict is solved for its call site
+
+
+def _depth(ctx: Ctx | None) -> int:
+    depth = 0
+    while ctx is not None and ctx[2] is not None:
+        depth += 1
+        ctx = ctx[2][1]
+    return depth
 
 
 def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: frozenset[int]) -> str:
@@ -268,8 +280,10 @@ class Package:
                 result.take(self._function(qual, backward[0], backward[1]), None)
         return result
 
-    def _function(self, context: str, owner: str, function: FunctionFacts) -> _Result:
-        key = (context, owner, function.name)
+    def _function(self, context: str, owner: str, function: FunctionFacts, site: Ctx | None = None) -> _Result:
+        """`site`: the function runs for one call (a package function called by name whose calls go through
+        its parameters): what those calls run is solved for that call's arguments."""
+        key = (context, owner, function.name, site)
         memo = self._function_memo.get(key)
         if memo is not None:
             return memo
@@ -301,10 +315,10 @@ class Package:
             condition = _condition_text(function, call.conditions, off)
             if condition:
                 found = _Result()
-                self._call(context, owner, module, call, found, step)
+                self._call(context, owner, module, call, found, step, site)
                 result.take(found, None, condition)
             else:
-                self._call(context, owner, module, call, result, step)
+                self._call(context, owner, module, call, result, step, site)
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
@@ -320,7 +334,9 @@ class Package:
                 off.add(index)
         return frozenset(off)
 
-    def _call(self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str) -> None:
+    def _call(
+        self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str, site: Ctx | None = None
+    ) -> None:
         kind, target = call.kind, call.target
         if kind == "self" and context in self.classes:
             method = self.find_method(context, target)
@@ -341,7 +357,11 @@ class Package:
             resolved = self.resolve(target)
             if resolved is not None and resolved in self.functions:
                 fmodule, function = self.functions[resolved]
-                result.take(self._function("", fmodule.module, function), step)
+                runs_for = None
+                if call.call is not None and _depth(site) < _SITE_DEPTH and any(c.callee is not None for c in function.calls):
+                    caller = site if site is not None else (module.module, step, None)
+                    runs_for = self.solver.for_call(call.call, caller, fmodule.module, function.qualname)
+                result.take(self._function("", fmodule.module, function, runs_for), step)
             elif resolved is None and target.endswith(".apply") and self._autograd(target[: -len(".apply")]):
                 self._autograd_function(self.resolve(target[: -len(".apply")]) or "", result, step)
             elif resolved is None:
@@ -351,7 +371,8 @@ class Package:
         elif kind == "instance":  # a layer built in forward and called: `loss_fct = CrossEntropyLoss(); loss_fct(y)`
             self._run(self.solver.value(("g", target), module.module, ""), call, module, result, f"{step} → {call.text}")
         elif kind == "unresolved" and call.callee is not None:
-            self._run(self.solver.value(call.callee, module.module, step), call, module, result, step)
+            ctx = site if site is not None else (module.module, step, None)
+            self._run(self.solver.value_in(call.callee, ctx), call, module, result, step, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
 
@@ -365,6 +386,7 @@ class Package:
         step: str,
         constructs: bool = False,
         default: Callable[[], Value] | None = None,
+        site: Ctx | None = None,
     ) -> None:
         """Absorb the verdicts of everything a call may run, given what its callee may hold.
 
@@ -390,7 +412,7 @@ class Package:
             result.kernels = before
             if kind in ("G", "I"):
                 targets += 1
-                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step)
+                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, site)
             elif kind in ("L", "K"):  # a container called or iterated: each item runs (Sequential, ModuleList)
                 items = self.solver.items(frozenset({atom}))
                 if items:
@@ -406,7 +428,9 @@ class Package:
         if not targets and not any(a[0] in ("C", "H") for a in value):
             self._unresolved(call, module, result, step)
 
-    def _run_object(self, qual: str, instance: bool, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
+    def _run_object(
+        self, qual: str, instance: bool, call: CallRef, module: ModuleFacts, result: _Result, step: str, site: Ctx | None = None
+    ) -> None:
         if qual in self.classes:
             if self.is_layer(qual):
                 verdict = self.verdict(qual)
@@ -422,7 +446,9 @@ class Package:
             return
         function = self._package_function(qual)
         if function is not None:
-            result.take(self._function(*function), step)
+            # a closure of the function walked for one call site was walked with it, for that call
+            inner = site is not None and ".<locals>." in qual and (function[1], function[2].qualname) == site[:2]
+            result.take(self._function(*function, site if inner else None), step)
             return
         if self._declared(qual, result, module, call.span.line, step):
             return

@@ -31,6 +31,7 @@ class CallRef:
     host_args: tuple[bool, ...] = ()  # per leading positional argument: a host value
     callee: Expr | None = None  # "unresolved" and "name" calls: the callee in the resolver's language
     conditions: tuple[int, ...] = ()  # indexes into the function's `conditions` the call sits under
+    call: Expr | None = None  # "name" calls: the whole call (its arguments bind the function's parameters)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,36 @@ class SyncBack({fw}.autograd.{function}):
 """
 
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # a package function that calls what it is given runs, for each caller, what that caller passes
+    "helper-per-call-site": (
+        {"parts.py": CLEAN, "run.py": """def run_all(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return x
+""", "m.py": """from {nn} import {Layer}, Sequential
+from .parts import Clean, Sync
+from .run import run_all
+
+
+class Good({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.layers = Sequential(Clean(), Clean())
+
+    def forward(self, x):
+        return run_all(self.layers, x)
+
+
+class Bad({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.layers = Sequential(Clean(), Sync())
+
+    def forward(self, x):
+        return run_all(self.layers, x)
+"""},
+        {"m.Good": "eligible", "m.Bad": "ineligible"},
+    ),
     # keyword arguments forwarded through a builder function's `**kwargs` and `dict(..., **kwargs)`
     "forwarded-keywords": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}

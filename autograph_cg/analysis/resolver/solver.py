@@ -94,6 +94,16 @@ class Solver:
             parts.append(self._ask(("expr", expr, (module, scope, (id(call), ctx, skip)))))
         return union(parts)
 
+    def for_call(self, call: Expr, caller: Ctx, module: str, scope: str) -> Ctx:
+        """The context of function `scope` running for one call (made in `caller`): its parameters bind that
+        call's arguments only."""
+        summary = self.scope(module, scope)
+        self._calls[id(call)] = call
+        return (module, scope, (id(call), caller, 1 if summary is not None and summary.method in ("method", "class") else 0))
+
+    def value_in(self, expr: Expr, ctx: Ctx) -> Value:
+        return self._ask(("expr", expr, ctx))
+
     def attribute(self, cls: str, attr: str) -> Value:
         """What `self.attr` may hold on an instance of `cls`."""
         return self._ask(("attr", cls, attr))

@@ -131,7 +131,7 @@ class FunctionContext:
     """The state of one function's walk; rules receive it to ask about kinds, names and positions."""
 
     __slots__ = (
-        "module", "cls", "qualname", "env", "origins", "kinds", "findings", "calls", "writes_self",
+        "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments", "summarizer",
         "conditions", "active", "guards", "ops",
     )  # fmt: skip
@@ -141,6 +141,7 @@ class FunctionContext:
         self.summarizer = summarizer  # writes the callee of a call it cannot follow, for the resolver
         self.cls = cls
         self.qualname = qualname
+        self.scope_name = qualname  # the resolver's scope of the code being walked: a closure's own inside it
         self.env: dict[str, int] = {}
         self.origins: dict[str, str] = {}  # local name -> self attribute it iterates (for `for blk in self.blocks`)
         self.kinds: dict[int, int] = {}
@@ -458,7 +459,8 @@ class FunctionContext:
         elif kind == "name" and self.summarizer is not None and func is node.func:
             whole = self.summarizer.expression(node, "self" if self.cls is not None else None)
         span, text = self.module.span(node), self.module.snippet(func)
-        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole))
+        scope = self.scope_name if self.scope_name != self.qualname else ""
+        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope))
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         if name in self.env or name in self.local_funcs:
@@ -847,7 +849,12 @@ def _funcdef(ctx: FunctionContext, node: ast.FunctionDef | ast.AsyncFunctionDef)
         ctx.expr(decorator)
     ctx.local_funcs.add(node.name)
     ctx.bind_params(node.args, is_method=False)
-    ctx.body(node.body)
+    outer = ctx.scope_name
+    ctx.scope_name = f"{outer}.<locals>.{node.name}"
+    try:
+        ctx.body(node.body)
+    finally:
+        ctx.scope_name = outer
 
 
 def _import(ctx: FunctionContext, node: ast.Import | ast.ImportFrom) -> None:

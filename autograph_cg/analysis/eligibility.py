@@ -372,6 +372,8 @@ class Package:
             self._run(self.solver.value(("g", target), module.module, ""), call, module, result, f"{step} → {call.text}")
         elif kind == "unresolved" and call.callee is not None:
             ctx = site if site is not None else (module.module, step, None)
+            if call.scope:  # inside a closure: its own names first, then the function's (for this call, if any)
+                ctx = (module.module, call.scope, ("in", site) if site is not None else None)
             self._run(self.solver.value_in(call.callee, ctx), call, module, result, step, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)

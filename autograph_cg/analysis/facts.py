@@ -32,6 +32,7 @@ class CallRef:
     callee: Expr | None = None  # "unresolved" and "name" calls: the callee in the resolver's language
     conditions: tuple[int, ...] = ()  # indexes into the function's `conditions` the call sits under
     call: Expr | None = None  # "name" calls: the whole call (its arguments bind the function's parameters)
+    scope: str = ""  # the resolver's scope of a call inside a closure ("f.<locals>.run"); "" for the function's own
 
 
 @dataclass(frozen=True)

@@ -61,9 +61,17 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     for layer in layers:
         x = layer(x)
     return x
+
+
+def run_later(layers, x):
+    def run(y):
+        for layer in layers:
+            y = layer(y)
+        return y
+    return run(x)
 """, "m.py": """from {nn} import {Layer}, Sequential
 from .parts import Clean, Sync
-from .run import run_all
+from .run import run_all, run_later
 
 
 class Good({Layer}):
@@ -75,6 +83,24 @@ class Good({Layer}):
         return run_all(self.layers, x)
 
 
+class GoodLater({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.layers = Sequential(Clean(), Clean())
+
+    def forward(self, x):
+        return run_later(self.layers, x)
+
+
+class BadLater({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.layers = Sequential(Sync(), Clean())
+
+    def forward(self, x):
+        return run_later(self.layers, x)
+
+
 class Bad({Layer}):
     def __init__(self):
         super().__init__()
@@ -83,7 +109,7 @@ class Bad({Layer}):
     def forward(self, x):
         return run_all(self.layers, x)
 """},
-        {"m.Good": "eligible", "m.Bad": "ineligible"},
+        {"m.Good": "eligible", "m.Bad": "ineligible", "m.GoodLater": "eligible", "m.BadLater": "ineligible"},
     ),
     # keyword arguments forwarded through a builder function's `**kwargs` and `dict(..., **kwargs)`
     "forwarded-keywords": (

@@ -262,7 +262,11 @@ class Solver:
                 return self._node(("var", (module, scope_name, site), name))
             if summary.parent is None:
                 break
-            scope_name, site = summary.parent, None  # an enclosing function: whatever call it ran for
+            if site is not None and site[0] == "in":  # a closure walked inside one run of an enclosing function
+                site = site[1][2] if site[1][1] == summary.parent else site
+            else:
+                site = None  # an enclosing function: whatever call it ran for
+            scope_name = summary.parent
         return self._module_name(module, name)
 
     def _module_name(self, module: str, name: str) -> Value:
@@ -333,6 +337,9 @@ class Solver:
     # ----- parameters --------------------------------------------------------------------------------------------
     def _parameter(self, ctx: Ctx, summary: ScopeSummary, name: str) -> Value:
         module, _, site = ctx
+        run_in = None
+        if site is not None and site[0] == "in":  # a closure's own parameters: the calls made in the run of the
+            run_in, site = site[1], None  # enclosing function it was walked in are solved for that run
         if name == summary.self_name:
             owner = owner_class(module, summary.name, self.package)
             return frozenset({("I", owner)}) if owner else unknown("self outside a class")
@@ -363,6 +370,8 @@ class Solver:
         assert self._sites is not None
         sites = self._sites.of(f"{module}.{summary.name}", summary)
         for call, call_ctx, skip in sites:
+            if run_in is not None and call_ctx[:2] == run_in[:2]:
+                call_ctx = run_in
             parts.append(self._bind(call, call_ctx, skip, summary, name, index))
         if not sites and name in (summary.vararg, summary.kwarg):  # nothing seen passes anything extra
             return frozenset({mapping(()) if name == summary.kwarg else listing(())})

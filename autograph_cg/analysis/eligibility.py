@@ -338,6 +338,9 @@ class Package:
         self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str, site: Ctx | None = None
     ) -> None:
         kind, target = call.kind, call.target
+        here = site if site is not None else (module.module, step, None)  # where the call's expressions are solved
+        if call.scope:  # inside a closure: its own names first, then the function's (for this call, if any)
+            here = (module.module, call.scope, ("in", site) if site is not None else None)
         if kind == "self" and context in self.classes:
             method = self.find_method(context, target)
             if method is not None:
@@ -358,9 +361,8 @@ class Package:
             if resolved is not None and resolved in self.functions:
                 fmodule, function = self.functions[resolved]
                 runs_for = None
-                if call.call is not None and _depth(site) < _SITE_DEPTH and any(c.callee is not None for c in function.calls):
-                    caller = site if site is not None else (module.module, step, None)
-                    runs_for = self.solver.for_call(call.call, caller, fmodule.module, function.qualname)
+                if call.call is not None and _depth(here) < _SITE_DEPTH and any(c.callee is not None for c in function.calls):
+                    runs_for = self.solver.for_call(call.call, here, fmodule.module, function.qualname)
                 result.take(self._function("", fmodule.module, function, runs_for), step)
             elif resolved is None and target.endswith(".apply") and self._autograd(target[: -len(".apply")]):
                 self._autograd_function(self.resolve(target[: -len(".apply")]) or "", result, step)
@@ -371,10 +373,7 @@ class Package:
         elif kind == "instance":  # a layer built in forward and called: `loss_fct = CrossEntropyLoss(); loss_fct(y)`
             self._run(self.solver.value(("g", target), module.module, ""), call, module, result, f"{step} → {call.text}")
         elif kind == "unresolved" and call.callee is not None:
-            ctx = site if site is not None else (module.module, step, None)
-            if call.scope:  # inside a closure: its own names first, then the function's (for this call, if any)
-                ctx = (module.module, call.scope, ("in", site) if site is not None else None)
-            self._run(self.solver.value_in(call.callee, ctx), call, module, result, step, site=site)
+            self._run(self.solver.value_in(call.callee, here), call, module, result, step, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
 

@@ -206,8 +206,12 @@ _TABLE = dict(clean=Clean, sync=Sync)
 
 def create_act(name):
     return _TABLE[name.lower()]()
+
+
+def create_named(name: str):  # a host annotation: any caller's name is a host value, a call's own is read
+    return _TABLE[name]()
 """, "m.py": """from {nn} import {Layer}
-from .acts import create_act
+from .acts import create_act, create_named
 
 
 class Picked({Layer}):
@@ -226,8 +230,17 @@ class AnyOf({Layer}):
 
     def forward(self, x):
         return self.act(x)
+
+
+class PickedByName({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = create_named("clean")
+
+    def forward(self, x):
+        return self.act(x)
 """},
-        {"m.Picked": "eligible", "m.AnyOf": "ineligible"},
+        {"m.Picked": "eligible", "m.AnyOf": "ineligible", "m.PickedByName": "eligible"},
     ),
     # a module-level alias defined in both arms of an `if` holds either class; an arm for another device never runs
     "aliases-and-devices": (

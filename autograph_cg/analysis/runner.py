@@ -26,8 +26,26 @@ from autograph_cg.analysis.index import index_source
 from autograph_cg.findings import SourceError
 from autograph_cg.sources import SourceFile, decode
 
-CACHE_FILE = f"facts-{__version__}.pickle"
-RESULT_FILE = f"results-{__version__}.pickle"
+
+
+def _build() -> str:
+    """What this build of the tool is: its version and its own source. A cache written by another build is never
+    read (an upgrade in place, or a checkout on another commit, keeps the version number but not the answers)."""
+    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            continue
+    return digest.hexdigest()
+
+
+BUILD = _build()
+CACHE_FILE = f"facts-{BUILD}.pickle"
+RESULT_FILE = f"results-{BUILD}.pickle"
+_OUR_FILES = ("facts-*.pickle", "results-*.pickle")  # earlier builds' caches are removed when this one writes
 _POOL_THRESHOLD = 24  # below this many files, a pool costs more than it saves
 
 
@@ -136,6 +154,10 @@ def _save_pickle(folder: Path, name: str, value: object) -> None:
             (folder / ".gitignore").write_text("# Created by autograph-cg: its cache, never to commit.\n*\n")
         with atomic_file(folder / name) as handle:
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        for pattern in _OUR_FILES:
+            for stale in folder.glob(pattern):
+                if stale.name not in (CACHE_FILE, RESULT_FILE):
+                    stale.unlink(missing_ok=True)
     except OSError as exc:  # a cache that cannot be written only costs speed
         print(f"autograph-cg: warning: cannot write cache in {folder}: {exc.strerror or exc}", file=sys.stderr)
 

@@ -6,6 +6,7 @@ import json
 
 from click.testing import CliRunner
 
+from autograph_cg.analysis.index import index_source
 from autograph_cg.api import Options, analyze
 from autograph_cg.cli import main
 from tests.analysis.test_cli_inputs import LAYER
@@ -68,6 +69,28 @@ def test_warm_cache_gives_the_cold_answer_and_sees_changes(tmp_path):
     (src / "m.py").write_text(LAYER)
     changed = analyze([str(src)], options)
     assert [f.code for f in changed.findings] == ["AG101"]
+
+
+def test_a_cache_of_another_build_is_never_read_and_is_removed(tmp_path, monkeypatch):
+    """An upgrade in place keeps the version number: the caches are keyed by the tool's own source too."""
+    from autograph_cg.analysis import runner
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(TWO)
+    cache = tmp_path / "cache"
+    options = Options(cache_dir=str(cache))
+    analyze([str(src)], options)
+    assert sorted(p.name for p in cache.glob("*.pickle")) == [runner.CACHE_FILE, runner.RESULT_FILE]
+    assert runner.BUILD in runner.CACHE_FILE
+    # another build: the same files and settings, but this build's answers must not be served to it
+    monkeypatch.setattr(runner, "CACHE_FILE", "facts-otherbuild.pickle")
+    monkeypatch.setattr(runner, "RESULT_FILE", "results-otherbuild.pickle")
+    hits = []
+    monkeypatch.setattr(runner, "index_source", lambda *a, **k: hits.append(a[0]) or index_source(*a, **k))
+    again = analyze([str(src)], Options(cache_dir=str(cache), jobs=1))
+    assert sorted(f.code for f in again.findings) == ["AG101", "AG201"] and hits  # indexed afresh, not read
+    assert sorted(p.name for p in cache.glob("*.pickle")) == ["facts-otherbuild.pickle", "results-otherbuild.pickle"]
 
 
 def test_unknown_calls_are_reported_only_when_selected_but_always_shape_the_verdict(tmp_path):

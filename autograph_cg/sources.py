@@ -5,11 +5,13 @@ A bad path never stops the run: it becomes a one-line `SourceError` and the othe
 
 from __future__ import annotations
 
+import ast
 import codecs
 import fnmatch
 import functools
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,3 +138,12 @@ def decode(data: bytes) -> str:
         if line.strip() and not line.lstrip().startswith(b"#"):
             break
     return data.decode(encoding)
+
+
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse` without the parser's warnings about the analyzed code (invalid escapes, `is` with a literal):
+    they are the code's business, and printed they would bury the tool's own output. Raises like `ast.parse`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(source, filename=filename)

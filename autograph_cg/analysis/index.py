@@ -19,6 +19,7 @@ from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
 from autograph_cg.analysis.resolver.summarize import Summarizer
 from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name
 from autograph_cg.analysis.suppressions import scan
+from autograph_cg.sources import parse
 
 from autograph_cg.rules.registry import RULES
 
@@ -42,7 +43,7 @@ def index_source(
     pass asks for a full index of the few files where forward code reaches such a function.
     """
     if tree is None:
-        tree = ast.parse(text, filename=path)
+        tree = parse(text, filename=path)
     reachable = deep is True or (deep is None and "forward" in text)
     scope = ModuleScope(path, module, is_package, text, tree)
     if "autograph-cg:" in text:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from autograph_cg.rewrite.shape import ast_is_runtime_import, ast_wrapped_call
-from autograph_cg.sources import decode
+from autograph_cg.sources import decode, parse
 
 
 class Unsafe(Exception):
@@ -39,7 +39,7 @@ def load(data: bytes) -> Loaded:
     except (SyntaxError, UnicodeDecodeError) as exc:
         raise Unsafe("undecodable", f"cannot decode: {exc}") from None
     try:
-        tree = ast.parse(data)
+        tree = parse(data)
     except (SyntaxError, ValueError) as exc:
         where = f"line {exc.lineno}: " if isinstance(exc, SyntaxError) and exc.lineno else ""
         raise Unsafe("syntax-error", f"syntax error: {where}{getattr(exc, 'msg', exc)}") from None
@@ -86,7 +86,7 @@ def check_equivalent(old: ast.Module, new_data: bytes, wrappers: int, imports: i
     `old` is stripped in place: pass a tree nothing else needs afterwards.
     """
     try:
-        new = ast.parse(new_data)
+        new = parse(new_data)
     except (SyntaxError, ValueError) as exc:
         raise Unsafe("unsafe", f"the rewritten source does not parse: {exc}") from None
     old_dump, old_w, old_i = _stripped(old)

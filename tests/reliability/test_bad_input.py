@@ -425,3 +425,16 @@ def test_form_feed_before_a_non_ascii_line_keeps_columns_and_sites(root: Path) -
     code, _, err = run_cli("rewrite", "pkg")
     assert code == 0, err
     assert 's = "éé"; ' + WRAPPED in (root / "pkg" / "layers.py").read_text()
+
+
+@pytest.mark.parametrize("command", ["lint", "rewrite"])
+def test_the_parsers_warnings_about_analyzed_code_stay_silent(tmp_path: Path, command: str) -> None:
+    """`"\\d"` and `x is 1` make the parser warn; those warnings are the code's, not the tool's output."""
+    (tmp_path / "m.py").write_text(LAYERS + '\nPAT = "\\d+"\nSAME = 1 is 1\n')
+    script = (
+        "import sys, warnings; warnings.simplefilter('always'); from autograph_cg.cli import main; "
+        f"sys.argv = ['autograph-cg', {command!r}, {str(tmp_path)!r}, '--no-cache', '--jobs', '1']; main()"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    assert "Warning" not in result.stderr, result.stderr

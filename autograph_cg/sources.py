@@ -17,7 +17,9 @@ from pathlib import Path
 
 from autograph_cg.findings import SourceError
 
-DEFAULT_EXCLUDES = (".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "build", "dist", "node_modules", ".eggs", "*.egg-info", ".autograph-cg-cache")
+DEFAULT_EXCLUDES = (".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules", ".eggs", "*.egg-info", ".autograph-cg-cache")
+#: Build output folders, skipped unless they are a package of the source (`models/build/__init__.py`).
+ARTIFACT_FOLDERS = ("build", "dist")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
@@ -99,7 +101,12 @@ def discover(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: boo
         found_any = False
         for folder, dirnames, filenames in os.walk(path, onerror=lambda e: errors.append(SourceError(display(Path(e.filename or raw)), e.strerror or str(e)))):
             rel_folder = os.path.relpath(folder, path)
-            dirnames[:] = sorted(d for d in dirnames if not _excluded(d, os.path.normpath(os.path.join(rel_folder, d)), patterns))
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not _excluded(d, os.path.normpath(os.path.join(rel_folder, d)), patterns)
+                and not (d in ARTIFACT_FOLDERS and not os.path.isfile(os.path.join(folder, d, "__init__.py")))
+            )
             for name in sorted(filenames):
                 if not name.endswith((".py", ".pyi")):
                     continue

@@ -39,7 +39,7 @@ from autograph_cg.analysis.plan import WrapSite  # noqa: E402
 from autograph_cg.api import Options, analyze  # noqa: E402
 from autograph_cg.rewrite import Unsafe, WrapSettings, rewrite_source  # noqa: E402
 from autograph_cg.rewrite.shape import WRAPPER, ast_is_runtime_import  # noqa: E402
-from autograph_cg.sources import decode, discover  # noqa: E402
+from autograph_cg.sources import ARTIFACT_FOLDERS, decode, discover  # noqa: E402
 
 SAMPLE_MARKERS = (b"LayerList", b"ModuleList", b"Sequential")
 SAMPLE_MAX_LINES = 1200
@@ -308,13 +308,20 @@ def sample_files(roots: Sequence[CorpusRoot], count: int) -> list[tuple[CorpusRo
 
 
 def sample_root(files: Sequence[tuple[CorpusRoot, Path]], dest: Path) -> CorpusRoot:
-    """The sampled files as one tree under `dest` (one folder per distribution, paths kept)."""
+    """The sampled files as one tree under `dest` (one folder per distribution, paths kept). A `build/` or `dist/`
+    folder above a sampled file keeps its `__init__.py`: only as a package is it source rather than build output."""
+    written: dict[Path, Path] = {}
     for root, f in files:
-        target = dest / root.path.name / f.relative_to(root.path)
+        written[dest / root.path.name / f.relative_to(root.path)] = f
+        for folder in f.relative_to(root.path).parents:
+            init = root.path / folder / "__init__.py"
+            if folder.name in ARTIFACT_FOLDERS and init.is_file():
+                written[dest / root.path.name / folder / "__init__.py"] = init
+    for target, f in written.items():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, target)
-    lines = sum(f.read_bytes().count(b"\n") for _, f in files)
-    return CorpusRoot("sample", str(len(files)), dest, "", len(files), lines, ())
+    lines = sum(f.read_bytes().count(b"\n") for f in written.values())
+    return CorpusRoot("sample", str(len(written)), dest, "", len(written), lines, ())
 
 
 def main(argv: list[str] | None = None) -> int:

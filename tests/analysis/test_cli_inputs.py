@@ -164,3 +164,19 @@ def test_lint_needs_neither_framework_nor_imports_the_code(tmp_path):
     assert result.returncode == 1, result.stderr
     assert "AG101" in result.stdout
     assert not marker.exists()
+
+
+def test_build_and_dist_folders_are_skipped_unless_they_are_packages(tmp_path):
+    from autograph_cg.sources import discover
+
+    pkg = tmp_path / "pkg"
+    for folder in ("build", "dist", "models/build", "models/dist", "venv", "models"):
+        (pkg / folder).mkdir(parents=True, exist_ok=True)
+        (pkg / folder / "m.py").write_text("x = 1\n")
+    for package in ("", "models", "models/build"):
+        (pkg / package / "__init__.py").write_text("")
+    found, errors = discover([str(pkg)])
+    names = sorted(f.module for f in found if not f.is_package)
+    # build output next to the source is skipped; `models/build` is a package of the source; `models/dist` is not
+    assert names == ["pkg.models.build.m", "pkg.models.m"], names
+    assert not errors

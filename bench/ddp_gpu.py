@@ -27,6 +27,7 @@ import sys
 from typing import Any, Callable
 
 from runtime_gpu import Bench, build_models
+from torch_needed import torch_or_none
 
 VARIANTS = ("eager", "CUDAGraphedLayer per block", "CUDAGraphedLayer whole model")
 SETTINGS = ("alone", "process group, no DDP", "DDP")
@@ -133,12 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.iters < 1:
         print("ddp_gpu: --iters must be at least 1", file=sys.stderr)
         return 2
-    try:
-        import torch
-        import torch.multiprocessing as mp
-    except ImportError:
-        print("ddp_gpu: PyTorch is not installed", file=sys.stderr)
+    torch = torch_or_none("ddp_gpu")
+    if torch is None:
         return 2
+    import torch.multiprocessing as mp
     visible = torch.cuda.device_count()
     world = args.gpus or visible
     if not visible or not torch.distributed.is_nccl_available():

@@ -24,6 +24,8 @@ import json
 import sys
 from typing import Any, Callable
 
+from torch_needed import torch_or_none
+
 KS = (1, 2, 4, 8, 16, 32, 64)
 D, BATCH, SEQ = 256, 8, 128
 
@@ -147,13 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.iters < 1 or args.layers < 1:
         print("plan_cost_gpu: --iters and --layers must be at least 1", file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("plan_cost_gpu: PyTorch is not installed", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("plan_cost_gpu: needs a CUDA device", file=sys.stderr)
+    torch = torch_or_none("plan_cost_gpu", cuda=True)
+    if torch is None:
         return 2
     from runtime_gpu import Bench
 

@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Any, Callable
 
+from torch_needed import torch_or_none
+
 GOALS = {
     "whole model, training: CUDAGraphedLayer / GPU busy": 1.3,
     "whole model, inference: CUDAGraphedLayer / GPU busy": 1.15,
@@ -493,18 +495,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.iters < 1:
         print("runtime_gpu: --iters must be at least 1", file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("runtime_gpu: PyTorch is not installed", file=sys.stderr)
+    torch = torch_or_none("runtime_gpu", cuda=True)
+    if torch is None:
         return 2
     models = build_models(torch)
     unknown = sorted(set(args.models or ()) - set(models))
     if unknown:
         print(f"runtime_gpu: unknown model {unknown[0]!r} (known: {', '.join(models)})", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("runtime_gpu: needs a CUDA device", file=sys.stderr)
         return 2
     bench = Bench(torch, args.iters)
     results = {

@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Any, Callable
 
+from torch_needed import torch_or_none
+
 BLOCKS, D, BATCH = 24, 8, 4
 
 
@@ -108,10 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps < 1:
         print("runtime_host: --steps must be at least 1", file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("runtime_host: PyTorch is not installed", file=sys.stderr)
+    torch = torch_or_none("runtime_host")
+    if torch is None:
         return 2
     for whole in (False, True, None):
         _, wrapped, step = build(torch, whole, fuse=not args.no_fuse)

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
 from autograph_cg.analysis.failures import INTERNAL, describe, message
-from autograph_cg.analysis.resolver.sites import Ctx
+from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
@@ -68,17 +68,6 @@ class _Result:
             self.absorb(Status.CONDITIONAL, other.reasons, step, condition=condition, kernels=other.kernels)
         else:
             self.absorb(other.status, other.reasons, step, other.hard, kernels=other.kernels)
-
-
-_SITE_DEPTH = 2  # calls deep that a package function's verdict is solved for its call site
-
-
-def _depth(ctx: Ctx | None) -> int:
-    depth = 0
-    while ctx is not None and ctx[2] is not None:
-        depth += 1
-        ctx = ctx[2][1]
-    return depth
 
 
 def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: frozenset[int]) -> str:
@@ -361,7 +350,7 @@ class Package:
             if resolved is not None and resolved in self.functions:
                 fmodule, function = self.functions[resolved]
                 runs_for = None
-                if call.call is not None and _depth(here) < _SITE_DEPTH and any(c.callee is not None for c in function.calls):
+                if call.call is not None and site_depth(here) < SITE_DEPTH and any(c.callee is not None for c in function.calls):
                     runs_for = self.solver.for_call(call.call, here, fmodule.module, function.qualname)
                 result.take(self._function("", fmodule.module, function, runs_for), step)
             elif resolved is None and target.endswith(".apply") and self._autograd(target[: -len(".apply")]):

@@ -35,6 +35,17 @@ def step(fw, blocks, x_np, between=None):
     return out
 
 
+def forward_both(fw, blocks, refs, x_np):
+    """The wrapped stack's output and the eager stack's, for one input."""
+    outs = []
+    for models in (blocks, refs):
+        h = fw.tensor(x_np)
+        for model in models:
+            h = model(h)
+        outs.append(h)
+    return outs
+
+
 def chain_runners(blocks):
     return [c.runner for c in blocks[0]._runner.chains.values()]
 
@@ -91,14 +102,7 @@ def test_inference_fuses(fw):
     held = []
     with fw.no_grad():
         for _ in range(7):
-            x = randn(B, D)
-            outs = []
-            for models in (blocks, refs):
-                h = fw.tensor(x)
-                for model in models:
-                    h = model(h)
-                outs.append(h)
-            held.append(outs)
+            held.append(forward_both(fw, blocks, refs, randn(B, D)))
     for got, want in held:  # earlier outputs are intact
         assert_all_close([fw.numpy(got)], [fw.numpy(want)], fw.atol, "inference")
     (run,) = chain_runners(blocks)
@@ -113,13 +117,7 @@ def test_inference_mode_tensors(torch_fw):
         m.eval()
     with fw.torch.inference_mode():
         for n in range(7):
-            x = randn(B, D)
-            outs = []
-            for models in (blocks, refs):
-                h = fw.tensor(x)
-                for model in models:
-                    h = model(h)
-                outs.append(fw.numpy(h))
+            outs = [fw.numpy(h) for h in forward_both(fw, blocks, refs, randn(B, D))]
             assert_all_close(outs[:1], outs[1:], fw.atol, f"call {n}")
     assert chain_runners(blocks) and blocks[N - 1].stats["fused_calls"] >= 3
 

@@ -15,6 +15,16 @@ from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr, ScopeSu
 
 Ctx = tuple[str, str, Any]  # (module, scope name, call site the scope runs for, or None for any)
 Site = tuple[Expr, Ctx, int]  # the call, where it sits, how many leading parameters it binds implicitly
+SITE_DEPTH = 2  # how many calls deep a function is solved for its call site (its return value, its verdict)
+
+
+def site_depth(ctx: Ctx | None) -> int:
+    """How many calls deep `ctx` runs for one call site (a closure's run counts as one)."""
+    depth = 0
+    while ctx is not None and ctx[2] is not None:
+        depth += 1
+        ctx = ctx[2][1]
+    return depth
 
 
 class PackageView(Protocol):
@@ -65,7 +75,7 @@ class CallSites:
         return [*self.static.get(cls, ()), *self.dynamic.get(cls, ())]
 
     def _find(self, qual: str, summary: ScopeSummary) -> Iterator[Site]:
-        skip = 1 if summary.method in ("method", "class") else 0
+        skip = summary.implicit
         owner, _, attr = qual.rpartition(".")
         is_method = summary.method != "" and owner in self.package.classes
         if is_method and attr == "__init__":

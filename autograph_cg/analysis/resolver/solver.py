@@ -19,7 +19,7 @@ from typing import Any
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ModuleFacts
-from autograph_cg.analysis.resolver.sites import CallSites, Ctx, PackageView, defines, owner_class
+from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary
 from autograph_cg.analysis.resolver.values import (
@@ -38,7 +38,6 @@ from autograph_cg.analysis.resolver.values import (
 
 _ROUNDS = 4  # rounds of call-site discovery through solved callees
 _MAX_DEPTH = 300  # nodes computed inside one another; deeper chains are unknown (and the stack stays small)
-_SITE_DEPTH = 2  # how many calls deep a return value is solved for its call site
 _MAX_ROUNDS = 64  # computations of one node before its value is given up as unsettled
 _UNSETTLED = unknown("a value that does not settle")
 _MAPPING_BASES = ("OrderedDict", "dict", "Mapping", "MutableMapping", "UserDict", "defaultdict")
@@ -88,18 +87,17 @@ class Solver:
         sites = self._sites.of(f"{module}.{scope}", summary) if summary is not None and summary.method == "" else []
         if not sites:
             return self.value(expr, module, scope)
-        parts = []
-        for call, ctx, skip in sites:
-            self._calls[id(call)] = call
-            parts.append(self._ask(("expr", expr, (module, scope, (id(call), ctx, skip)))))
-        return union(parts)
+        return union(self._ask(("expr", expr, self._run_for(call, ctx, module, scope, skip))) for call, ctx, skip in sites)
 
     def for_call(self, call: Expr, caller: Ctx, module: str, scope: str) -> Ctx:
         """The context of function `scope` running for one call (made in `caller`): its parameters bind that
         call's arguments only."""
         summary = self.scope(module, scope)
+        return self._run_for(call, caller, module, scope, summary.implicit if summary is not None else 0)
+
+    def _run_for(self, call: Expr, caller: Ctx, module: str, scope: str, skip: int) -> Ctx:
         self._calls[id(call)] = call
-        return (module, scope, (id(call), caller, 1 if summary is not None and summary.method in ("method", "class") else 0))
+        return (module, scope, (id(call), caller, skip))
 
     def value_in(self, expr: Expr, ctx: Ctx) -> Value:
         return self._ask(("expr", expr, ctx))
@@ -701,15 +699,8 @@ class Solver:
         summary = self.scope(*scope)
         if summary is None:
             return unknown(f"{scope[1]} was not indexed")
-        depth, caller = 0, ctx
-        while caller[2] is not None:
-            depth += 1
-            caller = caller[2][1]
-        site = None
-        if depth < _SITE_DEPTH:
-            self._calls[id(expr)] = expr
-            site = (id(expr), ctx, 1 if summary.method in ("method", "class") else 0)
-        return self._node(("ret", (scope[0], scope[1], site)))
+        run = self._run_for(expr, ctx, scope[0], scope[1], summary.implicit) if site_depth(ctx) < SITE_DEPTH else None
+        return self._node(("ret", run or (scope[0], scope[1], None)))
 
     def _container_method(self, container: Atom, method: str, expr: Expr, ctx: Ctx) -> Value:
         args = expr[2]

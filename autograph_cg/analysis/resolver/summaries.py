@@ -66,5 +66,10 @@ class ScopeSummary:
     calls: tuple[Expr, ...] = ()  # calls that may reach a package class or function: parameter binding
 
     @property
+    def implicit(self) -> int:
+        """Leading parameters a call binds without an argument: `self` or `cls`."""
+        return 1 if self.method in ("method", "class") else 0
+
+    @property
     def self_name(self) -> str | None:
         return self.params[0] if self.method == "method" and self.params else None

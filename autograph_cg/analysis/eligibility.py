@@ -80,6 +80,10 @@ def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: f
     return " and ".join(texts)
 
 
+def _lone_object(value: Value) -> bool:
+    return len(value) == 1 and next(iter(value))[0] in ("G", "I")
+
+
 def _internal(where: str, detail: str, path: str, line: int) -> Reason:
     return Reason((), INTERNAL, detail, path, line)
 
@@ -383,8 +387,8 @@ class Package:
         `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance.
         `default`: what the callee holds in the default configuration; what only other configurations build
         is conditional on them (asked only when something fails)."""
-        if default is not None:
-            trial = _Result()
+        if default is not None and not _lone_object(value):  # a lone class or instance: the default build holds
+            trial = _Result()  # it or nothing, which decides nothing, so it is not solved
             self._run(value, call, module, trial, step, constructs)
             if trial.status is not Status.ELIGIBLE and not trial.hard:
                 usual = default()

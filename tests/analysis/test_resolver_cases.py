@@ -439,6 +439,48 @@ class AlwaysParallel({Layer}):
 """},
         {"m.Proj": "conditional", "m.AlwaysParallel": "unknown"},
     ),
+    # a class built only through a value (`model_cls(**kwargs)`): its parameters are what that call passes, also
+    # where a loop feeds a helper's result back into its own argument (`make, width = stage(width, w)`)
+    "built-through-a-value": (
+        {"parts.py": CLEAN, "builder.py": """def build(model_cls, **kwargs):
+    return model_cls(**kwargs)
+""", "nets.py": """import {nn} as nn
+from {nn} import {Layer}
+from .builder import build
+from .parts import Clean
+
+
+def stage(width, w, block):
+    return block, width if w is None else w
+
+
+class Net({Layer}):
+    def __init__(self, widths, block=Clean):
+        super().__init__()
+        width, stages = widths[0], []
+        for w in widths[1:]:
+            make, width = stage(width, w, block)
+            stages.append(make())
+        self.stages = nn.Sequential(*stages)
+
+    def forward(self, x):
+        return self.stages(x)
+
+
+class Unbuilt({Layer}):  # nothing seen builds it: what its stages hold cannot be told
+    def __init__(self, makers):
+        super().__init__()
+        self.stages = nn.Sequential(*[make() for make in makers])
+
+    def forward(self, x):
+        return self.stages(x)
+
+
+def net(**kwargs):
+    return build(Net, widths=[8, 16, 32], **kwargs)
+"""},
+        {"nets.Net": "eligible", "nets.Unbuilt": "unknown"},
+    ),
 }
 
 

@@ -55,13 +55,19 @@ class CallSites:
                 for call in summary.calls:
                     self._index(call, ctx, summary, facts)
 
-    def register(self, found: dict[str, list[tuple[Expr, Ctx]]]) -> bool:
-        """Calls through values, by what their callee was solved to; True when that changed anything."""
-        if found == self.dynamic:
-            return False
+    def register(self, found: dict[str, list[tuple[Expr, Ctx]]]) -> set[str]:
+        """Calls through values, by what their callee was solved to. Returns the names whose call sites (`of`,
+        `of_class`) that changed: a function, a class, and the `__init__` its construction runs."""
+        changed = {qual for qual in found.keys() | self.dynamic.keys() if found.get(qual) != self.dynamic.get(qual)}
+        if not changed:
+            return changed
         self.dynamic = found
         self._cache.clear()
-        return True
+        for cls in [c for c in changed if c in self.package.classes]:
+            runs = next((o for o in self.package.mro(cls) if self.package.classes[o][1].has_init), None)
+            if runs is not None:
+                changed.add(f"{runs}.__init__")
+        return changed
 
     def of(self, qual: str, summary: ScopeSummary) -> list[Site]:
         """Every call that may run the function or method `qual`."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ModuleFacts
-from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, defines, owner_class, site_depth
+from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary
 from autograph_cg.analysis.resolver.values import (
@@ -243,11 +243,32 @@ class Solver:
                 for atom in self._ask(("expr", call[1], ctx)):
                     if atom[0] == "G":
                         found.setdefault(atom[1], []).append((call, ctx))
-            if not sites.register(found):
+            changed = sites.register(found)
+            if not changed:
                 break
-            self._values.clear()
-            self._dependents.clear()
+            self._forget([self._dependents.pop(("sites", qual), ()) for qual in changed])
             self._rounds.clear()
+
+    def _forget(self, readers: list[Any]) -> None:
+        """Drop what read changed call sites and everything computed from it: solved again when next asked. Only
+        that part starts over (recomputing in place could keep an atom that a cycle of nodes feeds itself)."""
+        todo = [key for group in readers for key in group]
+        while todo:
+            key = todo.pop()
+            if self._values.pop(key, None) is not None:
+                self._rounds.pop(key, None)
+                self._dirty.discard(key)
+                todo.extend(self._dependents.pop(key, ()))
+
+    def _sites_of(self, qual: str, summary: ScopeSummary | None = None) -> list[Site]:
+        """The call sites of function `qual` (with its `summary`) or constructions of class `qual`, as the node being
+        computed reads them: it is computed again when calls through values add to them."""
+        assert self._sites is not None
+        if self._stack:
+            self._dependents.setdefault(("sites", qual), set()).add(self._stack[-1])
+        if summary is None:
+            return [(call, ctx, 0) for call, ctx in self._sites.of_class(qual)]
+        return self._sites.of(qual, summary)
 
     # ----- names ---------------------------------------------------------------------------------------------------
     def _lookup(self, name: str, ctx: Ctx) -> Value:
@@ -365,8 +386,7 @@ class Solver:
             return union(parts)
         if summary.annotations.get(name) in _HOST_ANNOTATIONS:  # `name: str` for any caller: a host value, whose
             return union([*parts, HOST])  # flow through every caller (model names, config keys) is not followed
-        assert self._sites is not None
-        sites = self._sites.of(f"{module}.{summary.name}", summary)
+        sites = self._sites_of(f"{module}.{summary.name}", summary)
         for call, call_ctx, skip in sites:
             if run_in is not None and call_ctx[:2] == run_in[:2]:
                 call_ctx = run_in
@@ -588,13 +608,12 @@ class Solver:
 
     def _field(self, cls: str, owner: str, attr: str) -> Value:
         """A field of a class whose `__init__` is generated (a dataclass, a NamedTuple): what constructions pass."""
-        assert self._sites is not None
         if self.defaults or any(self.package.classes[c][1].has_init for c in self.package.mro(cls)):
             return EMPTY
         fields = list(self.package.classes[owner][1].attrs)
         position = fields.index(attr)
         parts: list[Value] = []
-        for call, ctx in self._sites.of_class(cls):
+        for call, ctx, _ in self._sites_of(cls):
             args = call[2]
             if position < len(args) and not any(a[0] == "*" for a in args[: position + 1]):
                 parts.append(self._eval(args[position], ctx))
@@ -615,9 +634,8 @@ class Solver:
 
     def _mapping_items(self, cls: str) -> Value:
         """What a dict-like package class holds: the items given to its constructor anywhere."""
-        assert self._sites is not None
         parts: list[Value] = []
-        for call, ctx in self._sites.of_class(cls):
+        for call, ctx, _ in self._sites_of(cls):
             for arg in call[2]:
                 parts.append(self._items(self._eval(arg[1] if arg[0] == "*" else arg, ctx)))
             for key, value in call[3]:

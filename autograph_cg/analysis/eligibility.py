@@ -119,8 +119,10 @@ class Package:
         self._roots = {name.split(".", 1)[0] for name in self.modules}
         self._resolved: dict[str, str | None] = {}
         self._mro: dict[str, list[str]] = {}
+        self._method_memo: dict[tuple[str, str, bool], tuple[str, FunctionFacts] | None] = {}
         self._layer: dict[str, bool] = {}
         self._function_memo: dict[tuple[str, str, str], _Result] = {}
+        self._off: dict[tuple[str, str], frozenset[int]] = {}  # (module, function) -> its conditions off by default
         self._in_progress: set[tuple[str, str, str]] = set()
         self._class_memo: dict[str, Verdict] = {}
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
@@ -134,7 +136,7 @@ class Package:
             return
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
-        self.configured = Solver(self, branches=self.defaults)  # what the default configuration builds
+        self.configured = Solver(self, branches=self.defaults, calls=self.solver)  # what the default configuration builds
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -209,11 +211,11 @@ class Package:
         return bases
 
     def find_method(self, qual: str, name: str, skip_self: bool = False) -> tuple[str, FunctionFacts] | None:
-        for owner in self.mro(qual)[1 if skip_self else 0 :]:
-            method = self.classes[owner][1].methods.get(name)
-            if method is not None:
-                return owner, method
-        return None
+        key = (qual, name, skip_self)
+        if key not in self._method_memo:
+            owners = self.mro(qual)[1 if skip_self else 0 :]
+            self._method_memo[key] = next(((o, m) for o in owners if (m := self.classes[o][1].methods.get(name)) is not None), None)
+        return self._method_memo[key]
 
     def note_shallow(self, module: ModuleFacts) -> None:
         self._touch(module)
@@ -320,12 +322,12 @@ class Package:
         """The conditions of `function` that are off when nothing is passed and no flag is set."""
         if not function.conditions:
             return frozenset()
-        off = set()
-        for index, condition in enumerate(function.conditions):
-            holds = self.defaults.truth(condition.expr, module.module, function.qualname)
-            if holds is not None and holds == condition.negated:
-                off.add(index)
-        return frozenset(off)
+        key = (module.module, function.qualname)
+        known = self._off.get(key)
+        if known is None:
+            truths = [self.defaults.truth(c.expr, module.module, function.qualname) for c in function.conditions]
+            known = self._off[key] = frozenset(i for i, (c, holds) in enumerate(zip(function.conditions, truths)) if holds is not None and holds == c.negated)
+        return known
 
     def _call(
         self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str, site: Ctx | None = None

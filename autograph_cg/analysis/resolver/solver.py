@@ -63,6 +63,7 @@ class Solver:
         self._sites: CallSites | None = None
         self._calls: dict[int, Expr] = {}  # id -> call expression, for call-site contexts
         self._globals: dict[str, set[str]] = {}
+        self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._top: set[str] | None = None
 
     def _roots(self) -> set[str]:
@@ -74,8 +75,14 @@ class Solver:
     def rebind(self, package: PackageView) -> None:
         """Answer for `package`, a deeper index of the same files: what is solved stays solved."""
         self.package = package
+        self._scopes_of.clear()
         if self._sites is not None:
             self._sites.package = package
+
+    def _function_scope(self, qual: str) -> tuple[str, str] | None:
+        if qual not in self._scopes_of:
+            self._scopes_of[qual] = _function_scope(self.package, qual)
+        return self._scopes_of[qual]
 
     # ----- questions -----------------------------------------------------------------------------------------------
     def value(self, expr: Expr, module: str, scope: str) -> Value:
@@ -538,7 +545,7 @@ class Solver:
                     out |= self._class_attribute(qual, attr)
                 elif qual in package.modules:
                     out |= self._module_name(qual, attr)
-                elif _function_scope(package, qual) is None and not qual.rsplit(".", 1)[-1][:1].isupper():
+                elif self._function_scope(qual) is None and not qual.rsplit(".", 1)[-1][:1].isupper():
                     out |= self._node(("global", f"{qual}.{attr}"))  # a module or function outside
                 elif attr[:1].isupper():
                     out |= self._node(("global", f"{qual}.{attr}"))  # a class nested in one outside
@@ -693,7 +700,7 @@ class Solver:
                     out.add(("I", qual))
                 elif qual in PASS_THROUGH:
                     out |= self._pass_through(qual, expr, ctx)
-                elif (scope := _function_scope(package, qual)) is not None:
+                elif (scope := self._function_scope(qual)) is not None:
                     out |= self._returns(scope, expr, ctx)
                 elif fw.is_framework(qual):
                     if fw.layer_kind(qual) == "container":

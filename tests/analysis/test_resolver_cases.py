@@ -439,6 +439,69 @@ class AlwaysParallel({Layer}):
 """},
         {"m.Proj": "conditional", "m.AlwaysParallel": "unknown"},
     ),
+    # a builder that calls its parameter (`model_cls(**kwargs)`) builds, for each of its callers, what that caller
+    # passes, with that caller's arguments only
+    "builder-per-caller": (
+        {"parts.py": CLEAN, "builder.py": """def build(model_cls, variant, **kwargs):
+    return model_cls(**kwargs)
+""", "nets.py": """from {nn} import {Layer}
+from .builder import build
+from .parts import Clean, Sync
+
+
+class CleanNet({Layer}):
+    def __init__(self, norm_layer):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class SyncNet({Layer}):
+    def __init__(self, norm_layer):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x) + 1
+
+
+def clean_net(**kwargs):
+    return build(CleanNet, "clean", norm_layer=Clean, **kwargs)
+
+
+def sync_net(**kwargs):
+    return build(SyncNet, "sync", norm_layer=Sync, **kwargs)
+"""},
+        {"nets.CleanNet": "eligible", "nets.SyncNet": "ineligible"},
+    ),
+    # `layer.train(mode)`, `.to(...)`, `.eval()` of a framework layer give the layer back
+    "methods-returning-the-layer": (
+        {"parts.py": CLEAN, "m.py": """import {nn} as nn
+from {nn} import {Layer}
+from .parts import Sync
+
+
+class Head({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.Identity().train(self.training)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class SyncHead({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.norm = Sync().train(self.training)
+
+    def forward(self, x):
+        return self.norm(x)
+"""},
+        {"m.Head": "eligible", "m.SyncHead": "ineligible"},
+    ),
     # a class built only through a value (`model_cls(**kwargs)`): its parameters are what that call passes, also
     # where a loop feeds a helper's result back into its own argument (`make, width = stage(width, w)`)
     "built-through-a-value": (

@@ -39,9 +39,12 @@ from autograph_cg.analysis.resolver.values import (
 _ROUNDS = 4  # rounds of call-site discovery through solved callees
 _MAX_DEPTH = 300  # nodes computed inside one another; deeper chains are unknown (and the stack stays small)
 _MAX_ROUNDS = 64  # computations of one node before its value is given up as unsettled
+_MAX_RUNS = 256  # calls of one function beyond which a call through its parameter is solved once for all of them
 _UNSETTLED = unknown("a value that does not settle")
 _MAPPING_BASES = ("OrderedDict", "dict", "Mapping", "MutableMapping", "UserDict", "defaultdict")
 _STRING_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "split"})
+#: Layer methods that return the layer itself (`nn.Module.train`, `.to`, ...), when the package does not define them
+_RETURNS_SELF = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "to_empty"})
 _CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "modules"})
 _HOST_ANNOTATIONS = frozenset(("n", t) for t in ("str", "int", "float", "bool", "bytes"))
 _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.startswith("builtins.")) | fw.HOST_BUILTINS
@@ -254,14 +257,29 @@ class Solver:
         for _ in range(_ROUNDS):  # calls through values become call sites once their callees are solved
             found: dict[str, list[tuple[Expr, Ctx]]] = {}
             for call, ctx in sites.dynamic_sites:
-                for atom in self._ask(("expr", call[1], ctx)):
-                    if atom[0] == "G":
-                        found.setdefault(atom[1], []).append((call, ctx))
+                for run in self._runs(call, ctx):
+                    for atom in self._ask(("expr", call[1], run)):
+                        if atom[0] == "G":
+                            found.setdefault(atom[1], []).append((call, run))
             changed = sites.register(found)
             if not changed:
                 break
             self._forget([self._dependents.pop(("sites", qual), ()) for qual in changed])
             self._rounds.clear()
+
+    def _runs(self, call: Expr, ctx: Ctx) -> list[Ctx]:
+        """Where a call through a value is solved: in a function that calls a parameter (`model_cls(**kwargs)` in
+        a builder), once for each call of that function, so what one caller passes builds what that caller
+        asked for, with that caller's arguments (not every caller's arguments for every class built there)."""
+        summary = self.scope(ctx[0], ctx[1]) if ctx[1] != MODULE_SCOPE else None
+        callee = call[1]
+        if summary is None or summary.method != "" or callee[0] != "n" or callee[1] not in summary.params:
+            return [ctx]
+        assert self._sites is not None
+        callers = self._sites.of(f"{ctx[0]}.{ctx[1]}", summary)
+        if not callers or len(callers) > _MAX_RUNS:
+            return [ctx]
+        return [self._run_for(site, caller, ctx[0], ctx[1], skip) for site, caller, skip in callers]
 
     def _forget(self, readers: list[Any]) -> None:
         """Drop what read changed call sites and everything computed from it: solved again when next asked. Only
@@ -550,6 +568,8 @@ class Solver:
                 elif attr[:1].isupper():
                     out |= self._node(("global", f"{qual}.{attr}"))  # a class nested in one outside
                 # other attributes of class and function objects hold nothing a layer is built from
+            elif kind == "I" and attr in _RETURNS_SELF and (atom[1] not in package.classes or self._inherited(atom[1], attr)):
+                out.add(("returns-self", atom))  # `nn.Identity().train(mode)` is that Identity
             elif kind == "I":
                 qual = atom[1]
                 if qual in package.classes:
@@ -609,6 +629,11 @@ class Solver:
         if attr not in (ITEMS, DYNAMIC) and any(DYNAMIC in self._written(owner) for owner in package.mro(cls)):
             return self._node(("attr", cls, DYNAMIC))  # `setattr(self, key, value)` under computed names
         return EMPTY  # set nowhere: reading it would raise, so no value flows from here
+
+    def _inherited(self, cls: str, method: str) -> bool:
+        """Whether `cls` gets `method` from outside the package (no class of its MRO here defines it)."""
+        assert self._sites is not None
+        return self._sites.method_owner(cls, method) is None
 
     def _written(self, cls: str) -> set[str]:
         """The attributes the methods of `cls` itself assign on `self`."""
@@ -721,6 +746,8 @@ class Solver:
                 out |= self._container_method(atom[1], atom[2], expr, ctx)
             elif kind == "str-method":
                 out |= self._string_method(atom[1], atom[2], expr, ctx)
+            elif kind == "returns-self":
+                out.add(atom[1])
             elif kind in ("T",) or (kind == "I" and atom[1] in package.classes):
                 out.add(("T",))  # calling a layer: its forward's output
         return frozenset(out)

@@ -459,12 +459,12 @@ class CleanNet({Layer}):
 
 
 class SyncNet({Layer}):
-    def __init__(self, norm_layer):
+    def __init__(self, norm_layer, plain=False):
         super().__init__()
-        self.norm = norm_layer()
+        self.norm = Clean() if plain else norm_layer()  # two candidates: the default build is asked too
 
     def forward(self, x):
-        return self.norm(x) + 1
+        return self.norm(x)
 
 
 def clean_net(**kwargs):

@@ -46,6 +46,7 @@ class CallSites:
         self.super_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.dynamic_sites: list[tuple[Expr, Ctx]] = []  # callee is a value: registered once solved
         self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
+        self.calls: dict[int, Expr] = {}  # id -> call expression, for the contexts of runs for one call (`Ctx`)
         self._cache: dict[str, list[Site]] = {}
         self._init_runners: dict[str, list[str]] | None = None
         self._by_owner: dict[tuple[str, bool], dict[str | None, list[tuple[Expr, Ctx]]]] = {}

@@ -64,7 +64,6 @@ class Solver:
         self._rounds: dict[Any, int] = {}  # how often each node was computed
         self._stack: list[Any] = []
         self._sites: CallSites | None = None
-        self._calls: dict[int, Expr] = {}  # id -> call expression, for call-site contexts
         self._globals: dict[str, set[str]] = {}
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._top: set[str] | None = None
@@ -109,7 +108,9 @@ class Solver:
         return self._run_for(call, caller, module, scope, summary.implicit if summary is not None else 0)
 
     def _run_for(self, call: Expr, caller: Ctx, module: str, scope: str, skip: int) -> Ctx:
-        self._calls[id(call)] = call
+        self._prepare()
+        assert self._sites is not None
+        self._sites.calls[id(call)] = call
         return (module, scope, (id(call), caller, skip))
 
     def value_in(self, expr: Expr, ctx: Ctx) -> Value:
@@ -411,7 +412,8 @@ class Solver:
         index = summary.params.index(name) if name in summary.params else -1
         if site is not None:  # solved for one call site: what that call passes
             call_id, caller, skip = site
-            parts.append(self._bind(self._calls[call_id], caller, skip, summary, name, index))
+            assert self._sites is not None
+            parts.append(self._bind(self._sites.calls[call_id], caller, skip, summary, name, index))
             return union(parts)
         if forward:
             parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)

@@ -12,8 +12,8 @@ from autograph_cg.api import Options, analyze
 from autograph_cg.config import Config
 
 SPELLING = {
-    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "F": "paddle.nn.functional"},
-    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "F": "torch.nn.functional"},
+    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "F": "paddle.nn.functional", "add": "add_sublayer"},
+    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "F": "torch.nn.functional", "add": "add_module"},
 }
 
 CLEAN = """import {fw}
@@ -501,6 +501,35 @@ class SyncHead({Layer}):
         return self.norm(x)
 """},
         {"m.Head": "eligible", "m.SyncHead": "ineligible"},
+    ),
+    # sublayers added under computed names (`add_module(*pair)`, `add_module(f"layer{{i}}", m)`) are what attributes
+    # that no code names may hold
+    "computed-sublayer-names": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Staged({Layer}):
+    def __init__(self):
+        super().__init__()
+        stages = [(f"layer{{i + 1}}", Clean()) for i in range(2)]
+        for stage in stages:
+            self.{add}(*stage)
+
+    def forward(self, x):
+        return self.layer2(self.layer1(x))
+
+
+class SyncStaged({Layer}):
+    def __init__(self, depth=2):
+        super().__init__()
+        for i in range(depth):
+            self.{add}(f"layer{{i + 1}}", Sync())
+
+    def forward(self, x):
+        return self.layer1(x)
+"""},
+        {"m.Staged": "eligible", "m.SyncStaged": "ineligible"},
     ),
     # a class built only through a value (`model_cls(**kwargs)`): its parameters are what that call passes, also
     # where a loop feeds a helper's result back into its own argument (`make, width = stage(width, w)`)

@@ -626,10 +626,13 @@ class Solver:
         if attr in _CONTAINER_READS and any(fw.layer_kind(b) == "container" for b in bases):
             held = self._node(("attr", cls, ITEMS)) if attr != ITEMS else EMPTY  # a ModuleDict subclass's own items
             return frozenset({("container-method", listing(self._items(held)), attr)})
+        dynamic = attr not in (ITEMS, DYNAMIC) and any(DYNAMIC in self._written(owner) for owner in package.mro(cls))
         if bases:
-            return _framework_instance_attribute(bases[0], attr)
-        if attr not in (ITEMS, DYNAMIC) and any(DYNAMIC in self._written(owner) for owner in package.mro(cls)):
-            return self._node(("attr", cls, DYNAMIC))  # `setattr(self, key, value)` under computed names
+            known = _framework_instance_attribute(bases[0], attr)
+            if not dynamic or any(a[0] != "?" for a in known):  # what the framework class gives, when it knows
+                return known
+        if dynamic:  # `setattr(self, key, value)`, `add_module(*pair)` under computed names
+            return self._node(("attr", cls, DYNAMIC))
         return EMPTY  # set nowhere: reading it would raise, so no value flows from here
 
     def _inherited(self, cls: str, method: str) -> bool:

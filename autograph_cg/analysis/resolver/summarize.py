@@ -286,9 +286,16 @@ class Summarizer:
             if isinstance(owner, ast.Name) and owner.id == scope.self_name:
                 name = call.args[0]
                 literal = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
-                if method in _REGISTER_LAYER and len(call.args) >= 2:  # a computed name: one of the layer's items
-                    layer = self._expr(call.args[1], scope)
-                    scope.add(scope.self_attrs, literal if literal is not None else ITEMS, layer if literal is not None else ("l", (layer,)))
+                if method in _REGISTER_LAYER and len(call.args) >= 2 and literal is not None:
+                    scope.add(scope.self_attrs, literal, self._expr(call.args[1], scope))
+                    return
+                if method in _REGISTER_LAYER and (len(call.args) >= 2 or isinstance(name, ast.Starred)):
+                    # a computed name (`add_module(f"layer{i}", m)`, `add_module(*pair)`): one of the layer's items,
+                    # and what an attribute no code names may hold (`self.layer1` in forward)
+                    pair = ("i", self._expr(name.value, scope)) if isinstance(name, ast.Starred) else None
+                    layer = pair if pair is not None else self._expr(call.args[1], scope)
+                    scope.add(scope.self_attrs, ITEMS, ("l", (layer,)))
+                    scope.add(scope.self_attrs, DYNAMIC, layer)
                     return
                 if literal is not None and method in _REGISTER_TENSOR:
                     scope.add(scope.self_attrs, literal, TENSOR)

@@ -123,6 +123,7 @@ class Package:
         self._layer: dict[str, bool] = {}
         self._function_memo: dict[tuple[str, str, str], _Result] = {}
         self._off: dict[tuple[str, str], frozenset[int]] = {}  # (module, function) -> its conditions off by default
+        self._ahead: set[tuple[str, str]] = set()  # bodies whose callees' files were asked for ahead
         self._in_progress: set[tuple[str, str, str]] = set()
         self._class_memo: dict[str, Verdict] = {}
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
@@ -290,6 +291,7 @@ class Package:
         self._touch(module)
         if not function.walked:
             self.shallow_reached.add(module.path)
+            self._reach_ahead(module.module, function.qualname)
         step = function.qualname
         result = _Result(kernels=function.ops)
         if function.error:
@@ -317,6 +319,18 @@ class Package:
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
+
+    def _reach_ahead(self, module: str, scope: str) -> None:
+        """Ask now for the files that the calls of a body not walked yet lead to, by their summaries: once walked,
+        it would reach them, and each file found one round later costs another round of verdicts."""
+        todo = [(module, scope)]
+        while todo:
+            for qual in self.solver.named_callees(*todo.pop()):
+                found = self.functions.get(qual)
+                if found is not None and not found[1].walked and (found[0].module, found[1].qualname) not in self._ahead:
+                    self._ahead.add((found[0].module, found[1].qualname))
+                    self.shallow_reached.add(found[0].path)
+                    todo.append((found[0].module, found[1].qualname))
 
     def _off_conditions(self, module: ModuleFacts, function: FunctionFacts) -> frozenset[int]:
         """The conditions of `function` that are off when nothing is passed and no flag is set."""

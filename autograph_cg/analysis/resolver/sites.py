@@ -45,6 +45,7 @@ class CallSites:
         self.self_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.super_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.dynamic_sites: list[tuple[Expr, Ctx]] = []  # callee is a value: registered once solved
+        self.callees: dict[tuple[str, str], set[str]] = {}  # (module, scope) -> what its calls name in the package
         self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.calls: dict[int, Expr] = {}  # id -> call expression, for the contexts of runs for one call (`Ctx`)
         self._cache: dict[str, list[Site]] = {}
@@ -153,6 +154,7 @@ class CallSites:
             resolved = self.package.resolve(qual)
             if resolved is not None:
                 self.static.setdefault(resolved, []).append((call, ctx))
+                self.callees.setdefault((ctx[0], ctx[1]), set()).add(resolved)
                 return
         if tag in ("n", "i", "call", "fn") or (tag == "a" and callee[2][:1].isupper()):
             self.dynamic_sites.append((call, ctx))

@@ -133,6 +133,12 @@ class Solver:
         assert self._sites is not None
         return [(ctx[0], ctx[1]) for _, ctx, _ in self._sites.of(f"{module}.{scope}", summary)]
 
+    def named_callees(self, module: str, scope: str) -> set[str]:
+        """The package classes and functions that the calls of a body name (`helper(x)`, `mod.f(x)`)."""
+        self._prepare()
+        assert self._sites is not None
+        return self._sites.callees.get((module, scope), set())
+
     def truth(self, condition: Expr, module: str, scope: str) -> bool | None:
         """Whether an `if` test (the summarizer's condition form) holds; None when the values do not say."""
         found = self._ask(("truth", condition, (module, scope, None)))

@@ -70,11 +70,11 @@ class _Result:
             self.absorb(other.status, other.reasons, step, other.hard, kernels=other.kernels)
 
 
-def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: frozenset[int]) -> str:
+def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: Callable[[int], bool]) -> str:
     """The default-off conditions among `conditions`, as written: "" when none is off."""
     texts = []
     for index in conditions:
-        if index in off:
+        if off(index):
             condition = function.conditions[index]
             texts.append(f"not ({condition.text})" if condition.negated else condition.text)
     return " and ".join(texts)
@@ -122,7 +122,7 @@ class Package:
         self._method_memo: dict[tuple[str, str, bool], tuple[str, FunctionFacts] | None] = {}
         self._layer: dict[str, bool] = {}
         self._function_memo: dict[tuple[str, str, str], _Result] = {}
-        self._off: dict[tuple[str, str], frozenset[int]] = {}  # (module, function) -> its conditions off by default
+        self._off: dict[tuple[str, str, int], bool] = {}  # (module, function, condition) -> off by default
         self._ahead: set[tuple[str, str]] = set()  # bodies whose callees' files were asked for ahead
         self._in_progress: set[tuple[str, str, str]] = set()
         self._class_memo: dict[str, Verdict] = {}
@@ -309,13 +309,13 @@ class Package:
                 else:
                     result.absorb(Status.INELIGIBLE, [reason], step, hard=not finding.code.startswith(_WAIVABLE))
         for call in function.calls:
-            condition = _condition_text(function, call.conditions, off)
-            if condition:
-                found = _Result()
-                self._call(context, owner, module, call, found, step, site)
-                result.take(found, None, condition)
-            else:
+            if not call.conditions:
                 self._call(context, owner, module, call, result, step, site)
+                continue
+            found = _Result()  # whether its conditions are off by default matters only if the call fails
+            self._call(context, owner, module, call, found, step, site)
+            failed = found.status in (Status.INELIGIBLE, Status.UNKNOWN) and not found.hard
+            result.take(found, None, _condition_text(function, call.conditions, off) if failed else "")
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
@@ -332,16 +332,20 @@ class Package:
                     self.shallow_reached.add(found[0].path)
                     todo.append((found[0].module, found[1].qualname))
 
-    def _off_conditions(self, module: ModuleFacts, function: FunctionFacts) -> frozenset[int]:
-        """The conditions of `function` that are off when nothing is passed and no flag is set."""
-        if not function.conditions:
-            return frozenset()
-        key = (module.module, function.qualname)
-        known = self._off.get(key)
-        if known is None:
-            truths = [self.defaults.truth(c.expr, module.module, function.qualname) for c in function.conditions]
-            known = self._off[key] = frozenset(i for i, (c, holds) in enumerate(zip(function.conditions, truths)) if holds is not None and holds == c.negated)
-        return known
+    def _off_conditions(self, module: ModuleFacts, function: FunctionFacts) -> Callable[[int], bool]:
+        """Whether a condition of `function` is off when nothing is passed and no flag is set: asked of the
+        defaults solver when first needed, once per run."""
+
+        def off(index: int) -> bool:
+            key = (module.module, function.qualname, index)
+            known = self._off.get(key)
+            if known is None:
+                condition = function.conditions[index]
+                holds = self.defaults.truth(condition.expr, module.module, function.qualname)
+                known = self._off[key] = holds is not None and holds == condition.negated
+            return known
+
+        return off
 
     def _call(
         self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str, site: Ctx | None = None
@@ -603,7 +607,7 @@ class Package:
             if function is None:
                 continue
             module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
-            off = self._off_conditions(module, function) if function.conditions else frozenset()
+            off = self._off_conditions(module, function)
             for index, finding in enumerate(function.findings):
                 if self.keep(finding.code):
                     condition = _condition_text(function, function.guard(index), off)

@@ -137,7 +137,7 @@ class Package:
             return
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
-        self.configured = Solver(self, branches=self.defaults, calls=self.solver)  # what the default configuration builds
+        self.configured = Solver(self, branches=self.defaults, sites_from=self.solver)  # what the default configuration builds
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:

@@ -52,12 +52,12 @@ _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.starts
 
 class Solver:
     def __init__(
-        self, package: PackageView, defaults: bool = False, branches: "Solver | None" = None, calls: "Solver | None" = None
+        self, package: PackageView, defaults: bool = False, branches: "Solver | None" = None, sites_from: "Solver | None" = None
     ) -> None:
         self.package = package
         self.defaults = defaults
         self.branches = branches  # when given: a branch it finds off by default builds nothing (the default build)
-        self.calls = calls  # when given: the solver whose call sites (calls through values included) this one uses
+        self.sites_from = sites_from  # when given: the solver whose call sites (calls through values included) this one uses
         self._values: dict[Any, Value] = {}
         self._dependents: dict[Any, set[Any]] = {}
         self._dirty: set[Any] = set()
@@ -254,9 +254,9 @@ class Solver:
     def _prepare(self) -> None:
         if self._sites is not None:
             return
-        if self.calls is not None:
-            self.calls._prepare()
-            self._sites = self.calls._sites
+        if self.sites_from is not None:
+            self.sites_from._prepare()
+            self._sites = self.sites_from._sites
             return
         self._sites = sites = CallSites(self.package)
         if self.defaults:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterator
 
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
@@ -74,6 +77,19 @@ def default_min_kernels() -> int:
     return int(value) if value.isdigit() else DEFAULT_MIN_KERNELS
 
 
+@contextmanager
+def _stack_room(frames: int = 8000) -> Iterator[None]:
+    """The verdicts recurse through sublayers and the resolver through values (about eight Python frames per
+    value, up to its depth limit of 300): room for both on top of each other, Python's default limit restored after.
+    A class nested deeper still ends `unknown` (`Package.verdict`)."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, frames))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
 def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     """Analyze the Python files under `paths` as one package: nothing is imported or executed."""
     options = options or Options()
@@ -92,21 +108,22 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     facts_cache = FactsCache(cache_dir)
     modules, read_errors = index_files(stamped, facts_cache, options.jobs, options.progress)
     read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
-    package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable)
-    package.compute_all()
-    walked: set[str] = set()
-    while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
-        wanted = package.shallow_reached - walked
-        walked |= wanted
-        deepened, _ = index_files([s for s in stamped if s[0].path in wanted], facts_cache, options.jobs, deep=True)
-        by_path = {m.path: m for m in deepened}
-        modules = [by_path.get(m.path, m) for m in modules]
-        package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=package)
+    with _stack_room():
+        package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable)
         package.compute_all()
-    min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()
-    plan = make_plan(package, options.wrap_unknown, min_kernels)
-    findings = package.reachable_findings()
-    internal = package.internal_errors()
+        walked: set[str] = set()
+        while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
+            wanted = package.shallow_reached - walked
+            walked |= wanted
+            deepened, _ = index_files([s for s in stamped if s[0].path in wanted], facts_cache, options.jobs, deep=True)
+            by_path = {m.path: m for m in deepened}
+            modules = [by_path.get(m.path, m) for m in modules]
+            package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=package)
+            package.compute_all()
+        min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()
+        plan = make_plan(package, options.wrap_unknown, min_kernels)
+        findings = package.reachable_findings()
+        internal = package.internal_errors()
     families = Counter(family_of(f.code).name for f in findings)
     codes = Counter(f.code for f in findings)
     statuses = Counter(v.status.value for v in plan.verdicts.values())

@@ -126,6 +126,7 @@ class Package:
         self._ahead: set[tuple[str, str]] = set()  # bodies whose callees' files were asked for ahead
         self._in_progress: set[tuple[str, str, str]] = set()
         self._class_memo: dict[str, Verdict] = {}
+        self._depth = 0  # verdicts being judged inside one another
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
@@ -239,16 +240,25 @@ class Package:
             return verdict
         self._class_memo[qual] = Verdict(qual, module.path, cls.line, Status.ELIGIBLE)  # cycles: optimistic
         in_progress = set(self._in_progress)
+        self._depth += 1
         try:
             result = self._class_result(qual)
         except RecursionError:
-            raise
+            if self._depth > 1:  # unwind to the outermost verdict, where there is stack again; the classes on
+                del self._class_memo[qual]  # the way are judged afresh when next asked, not left optimistic
+                raise
+            self._in_progress = in_progress
+            result = _Result()
+            reason = Reason((cls.name,), "AG901", "what forward runs is nested too deep to follow", module.path, cls.line)
+            result.absorb(Status.UNKNOWN, [reason], None)
         except Exception as exc:  # an analyzer bug on one class: it ends unknown, the others are still judged
             self._in_progress = in_progress
             detail = describe(exc)
             self._failures[(module.path, cls.name)] = detail
             result = _Result()
             result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None, hard=True)
+        finally:
+            self._depth -= 1
         verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons), result.hard, result.kernels)
         self._class_memo[qual] = verdict
         return verdict

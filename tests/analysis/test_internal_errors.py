@@ -145,3 +145,35 @@ def test_a_bug_of_the_rewriter_leaves_that_file_untouched(pkg: Path, monkeypatch
     assert (pkg / "more.py").read_text() == before
     assert "CUDAGraphedLayer(Block())" in (pkg / "fine.py").read_text()  # the other file is still rewritten
     assert "internal-error" in result.output
+
+
+def test_sublayers_nested_past_pythons_stack_end_unknown_and_the_rest_is_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain of sublayers deeper than Python's stack allows: the classes whose chain does not fit end `unknown`
+    (never eligible by an optimistic placeholder left behind), the rest are judged, and nothing is an error."""
+    import contextlib
+    import sys
+
+    from autograph_cg import api
+
+    depth = 160
+    lines = ["import torch", "from torch import nn", ""]
+    for i in range(depth):
+        inner = f"C{i + 1}()" if i + 1 < depth else "nn.Linear(4, 4)"
+        lines += [f"class C{i}(nn.Module):", "    def __init__(self):", "        super().__init__()", f"        self.inner = {inner}", "",
+                  "    def forward(self, x):", "        return self.inner(x)", ""]
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "chain.py").write_text("\n".join(lines))
+    monkeypatch.setattr(api, "_stack_room", contextlib.nullcontext)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(700)
+    try:
+        analysis = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert not analysis.errors
+    statuses = [analysis.plan.verdicts[f"pkg.chain.C{i}"].status.value for i in range(depth)]
+    assert statuses[0] == "unknown" and statuses[-1] == "eligible"
+    cut = statuses.index("eligible")
+    assert set(statuses[:cut]) == {"unknown"} and set(statuses[cut:]) == {"eligible"}, statuses
+    assert "nested too deep to follow" in analysis.plan.verdicts["pkg.chain.C0"].reasons[0].message

@@ -206,7 +206,11 @@ class Solver:
         if len(stack) >= _MAX_DEPTH:
             self._values[key] = unknown("a chain of values too deep to follow")
             return self._values[key]
-        self._recompute(key)
+        try:
+            self._recompute(key)
+        except BaseException:  # not computed (Python's stack ran out, say): no placeholder may pass for its value
+            self._values.pop(key, None)
+            raise
         return self._values[key]
 
     def _recompute(self, key: Any) -> None:

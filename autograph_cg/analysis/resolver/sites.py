@@ -66,7 +66,7 @@ class CallSites:
         self.dynamic = found
         self._cache.clear()
         for cls in [c for c in changed if c in self.package.classes]:
-            runs = next((o for o in self.package.mro(cls) if self.package.classes[o][1].has_init), None)
+            runs = self.method_owner(cls, "__init__")
             if runs is not None:
                 changed.add(f"{runs}.__init__")
         return changed

@@ -292,8 +292,7 @@ class Summarizer:
                 if method in _REGISTER_LAYER and (len(call.args) >= 2 or isinstance(name, ast.Starred)):
                     # a computed name (`add_module(f"layer{i}", m)`, `add_module(*pair)`): one of the layer's items,
                     # and what an attribute no code names may hold (`self.layer1` in forward)
-                    pair = ("i", self._expr(name.value, scope)) if isinstance(name, ast.Starred) else None
-                    layer = pair if pair is not None else self._expr(call.args[1], scope)
+                    layer = ("i", self._expr(name.value, scope)) if isinstance(name, ast.Starred) else self._expr(call.args[1], scope)
                     scope.add(scope.self_attrs, ITEMS, ("l", (layer,)))
                     scope.add(scope.self_attrs, DYNAMIC, layer)
                     return

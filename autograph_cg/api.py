@@ -30,6 +30,7 @@ class Options:
     cache_dir: str | None = None  # default: .autograph-cg-cache in the working directory
     force_exclude: bool = False  # apply excludes to files named on the command line too (pre-commit)
     wrap_unknown: bool = False  # let the plan wrap classes whose verdict is unknown
+    plan: bool = True  # False (lint): findings and verdicts only; solving every construction for the plan is skipped
     progress: ProgressSink | None = None
 
 
@@ -42,7 +43,7 @@ class Summary:
     by_family: dict[str, int]
     by_code: dict[str, int]
     verdicts: dict[str, int]
-    sites: int
+    sites: int | None  # None when the run made no plan (lint)
     lines: int
     internal_errors: int = 0  # analyzer bugs met and contained: the run exits 2
 
@@ -65,7 +66,7 @@ class Summary:
 class Analysis:
     findings: list[Finding]
     errors: list[SourceError]
-    plan: Plan
+    plan: Plan | None  # None when `Options.plan` is False
     files: list[str]
     summary: Summary
 
@@ -99,12 +100,13 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     if options.use_cache:
         cache_dir = Path(options.cache_dir or config.cache_dir or os.environ.get("AUTOGRAPH_CG_CACHE_DIR") or DEFAULT_CACHE)
     stamped, stat_errors = stamp_files(sources)
-    settings = repr((config.select, config.ignore, config.unknown, options.wrap_unknown, config.min_kernels, default_min_kernels(), config.capturable, config.not_capturable))
-    key = run_key(stamped, settings)
+    settings = (config.select, config.ignore, config.unknown, options.wrap_unknown, config.min_kernels, default_min_kernels(), config.capturable, config.not_capturable)
+    key = run_key(stamped, repr((*settings, options.plan)))
     results = ResultCache(cache_dir)
-    cached = results.get(key)
-    if isinstance(cached, Analysis):
-        return replace(cached, errors=sorted(errors + cached.errors, key=lambda e: e.path))
+    for known in (key,) if options.plan else (key, run_key(stamped, repr((*settings, True)))):  # a planned answer serves lint too
+        cached = results.get(known)
+        if isinstance(cached, Analysis):
+            return replace(cached, errors=sorted(errors + cached.errors, key=lambda e: e.path))
     facts_cache = FactsCache(cache_dir)
     modules, read_errors = index_files(stamped, facts_cache, options.jobs, options.progress)
     read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
@@ -120,13 +122,16 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
             modules = [by_path.get(m.path, m) for m in modules]
             package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=package)
             package.compute_all()
-        min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()
-        plan = make_plan(package, options.wrap_unknown, min_kernels)
+        plan = None
+        if options.plan:
+            min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()
+            plan = make_plan(package, options.wrap_unknown, min_kernels)
+        verdicts = package.compute_all()
         findings = package.reachable_findings()
         internal = package.internal_errors()
     families = Counter(family_of(f.code).name for f in findings)
     codes = Counter(f.code for f in findings)
-    statuses = Counter(v.status.value for v in plan.verdicts.values())
+    statuses = Counter(v.status.value for v in verdicts.values())
     summary = Summary(
         files=len(sources),
         analyzed=len(modules),
@@ -135,7 +140,7 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
         by_family=dict(sorted(families.items())),
         by_code=dict(sorted(codes.items())),
         verdicts={s.value: statuses.get(s.value, 0) for s in Status},
-        sites=sum(1 for s in plan.sites if not s.existing),
+        sites=sum(1 for s in plan.sites if not s.existing) if plan is not None else None,
         lines=sum(m.lines for m in modules),
         internal_errors=len(internal) + sum(1 for e in read_errors if e.internal),
     )

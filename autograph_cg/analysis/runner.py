@@ -80,15 +80,17 @@ def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool 
 Job = tuple[str, str, str, bool, "bool | None"]  # shown path, real path, module, is_package, deep
 
 
-def _index_batch(batch: list[Job]) -> list[ModuleFacts | SourceError]:
-    """Read and index a batch of files in a worker."""
+def _index_batch(batch: list[Job]) -> list[bytes | SourceError]:
+    """Read and index a batch of files in a worker. Facts come back pickled, as the cache stores them: the workers
+    pay for pickling in parallel, and saving the cache only writes the bytes."""
     # Syntax trees are large and acyclic-in-practice; cyclic GC passes over them cost more than the walk.
     gc.disable()
     try:
-        results: list[ModuleFacts | SourceError] = []
+        results: list[bytes | SourceError] = []
         for path, real, module, is_package, deep in batch:
             data = _read(path, real)
-            results.append(data if isinstance(data, SourceError) else index_one(path, module, is_package, data, deep))
+            found = data if isinstance(data, SourceError) else index_one(path, module, is_package, data, deep)
+            results.append(found if isinstance(found, SourceError) else pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
         return results
     finally:
         gc.enable()
@@ -163,18 +165,26 @@ def _save_pickle(folder: Path, name: str, value: object) -> None:
 
 
 class FactsCache:
-    """Facts per file, keyed by path and module, valid while the file's stamp is unchanged."""
+    """Facts per file, keyed by path and module, valid while the file's stamp is unchanged. Each entry is kept
+    pickled: loading the cache reads bytes, and only the files asked for are unpickled."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self.entries: dict[str, tuple[Stamp, ModuleFacts]] = _load_pickle(folder, CACHE_FILE) or {}
+        self.entries: dict[str, tuple[Stamp, bytes]] = _load_pickle(folder, CACHE_FILE) or {}
         self.dirty = False
 
     def get(self, key: str, stamp: Stamp) -> ModuleFacts | None:
         hit = self.entries.get(key)
-        return hit[1] if hit is not None and hit[0] == stamp else None
+        if hit is None or hit[0] != stamp or not isinstance(hit[1], bytes):
+            return None
+        try:
+            facts = pickle.loads(hit[1])
+        except (pickle.PickleError, EOFError, AttributeError, ValueError, ImportError, IndexError, TypeError):
+            return None  # a damaged entry is a miss
+        return facts if isinstance(facts, ModuleFacts) else None
 
-    def put(self, key: str, stamp: Stamp, facts: ModuleFacts) -> None:
+    def put(self, key: str, stamp: Stamp, facts: bytes) -> None:
+        """`facts`: a `ModuleFacts` pickled (as `index_files`' workers return it)."""
         self.entries[key] = (stamp, facts)
         self.dirty = True
 
@@ -238,7 +248,7 @@ def index_files(
         if isinstance(result, SourceError):
             errors.append(result)
         else:
-            facts.append(result)
+            facts.append(pickle.loads(result))
             cache.put(key, stamp, result)
     if progress is not None:
         progress.finish()
@@ -247,7 +257,7 @@ def index_files(
     return facts, errors
 
 
-def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
+def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[bytes | SourceError]:
     results = []
     for item in misses:
         results.extend(_index_batch([item]))
@@ -256,14 +266,14 @@ def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[Module
     return results
 
 
-def _in_pool(misses: list[Job], workers: int, progress: ProgressSink | None) -> list[ModuleFacts | SourceError]:
+def _in_pool(misses: list[Job], workers: int, progress: ProgressSink | None) -> list[bytes | SourceError]:
     # Larger files first, so no worker is left with the one huge file at the end.
     order = sorted(range(len(misses)), key=lambda i: -_size(misses[i][1]))
     size = max(1, min(16, len(misses) // (workers * 8)))
     batches = [[misses[i] for i in order[start : start + size]] for start in range(0, len(order), size)]
     method = "fork" if sys.platform.startswith("linux") else None
     context = multiprocessing.get_context(method)
-    results: dict[int, ModuleFacts | SourceError] = {}
+    results: dict[int, bytes | SourceError] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         position = 0
         for batch, done in zip(batches, pool.map(_index_batch, batches)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -39,7 +40,7 @@ def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, 
     Exit 0: no findings. 1: findings. 2: usage error, no file could be analyzed, or an internal error.
     Files that cannot be read or parsed are reported on stderr; the others are still analyzed.
     """
-    options = build_options(paths, kwargs)
+    options = replace(build_options(paths, kwargs), plan=False)  # lint reports findings and verdicts: no plan
     try:
         known = load_baseline(baseline) if baseline else None
     except BaselineError as exc:
@@ -70,8 +71,6 @@ def lint(paths: tuple[str, ...], fmt: str, output: str | None, exit_zero: bool, 
 
 
 def _replace_findings(analysis: Any, findings: list[Any]) -> Any:
-    from dataclasses import replace
-
     summary = replace(analysis.summary, findings=len(findings))
     return replace(analysis, findings=findings, summary=summary)
 

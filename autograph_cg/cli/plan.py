@@ -30,6 +30,7 @@ def plan(paths: tuple[str, ...], fmt: str, output: str | None, wrap_unknown: boo
     options = build_options(paths, kwargs, wrap_unknown=wrap_unknown)
     analysis = analyze(list(paths), options)
     report_errors(analysis.errors)
+    assert analysis.plan is not None  # planned: the options ask for a plan
     try:
         with open_output(output) as stream:
             if fmt == "json":

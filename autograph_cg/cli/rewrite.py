@@ -70,6 +70,7 @@ def rewrite(
         except (TypeError, ValueError) as exc:
             raise click.UsageError(f"warmup-steps: {exc}") from None
         analysis = analyze(list(paths), options)
+        assert analysis.plan is not None  # planned: the options ask for a plan
         report = rewrite_files(
             analysis.plan.sites,
             len(analysis.files),

@@ -111,6 +111,7 @@ def validate(
     package = package_root(fw, reference.model)
     progress(f"analyzing {display(package)}")
     analysis = analyze([package], options_for(package))
+    assert analysis.plan is not None  # planned: the options ask for a plan
     verdicts = analysis.plan.verdicts
     probed = list(dict.fromkeys(q for q in (qualname(type(p[-1][0])) for p in layers(fw, reference.model)) if q in verdicts))
 

@@ -71,6 +71,57 @@ def test_warm_cache_gives_the_cold_answer_and_sees_changes(tmp_path):
     assert [f.code for f in changed.findings] == ["AG101"]
 
 
+def test_lint_makes_no_plan_but_reports_what_a_planned_run_reports(tmp_path, monkeypatch):
+    from autograph_cg import api
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(TWO)
+    planned = analyze([str(src)], Options(use_cache=False))
+    monkeypatch.setattr(api, "make_plan", lambda *a, **k: (_ for _ in ()).throw(AssertionError("lint planned")))
+    bare = analyze([str(src)], Options(use_cache=False, plan=False))
+    assert bare.plan is None and bare.summary.sites is None and planned.summary.sites is not None
+    assert bare.findings == planned.findings and bare.summary.verdicts == planned.summary.verdicts
+    result = CliRunner().invoke(main, ["lint", str(src), "--format", "json", "--no-cache"])
+    assert json.loads(result.stdout)["summary"]["sites"] is None
+
+
+def test_lint_is_served_by_a_planned_answer_but_plan_never_by_lint(tmp_path, monkeypatch):
+    from autograph_cg import api
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(TWO)
+    linted = analyze([str(src)], Options(cache_dir=str(tmp_path / "first-lint"), plan=False))
+    planned = analyze([str(src)], Options(cache_dir=str(tmp_path / "first-lint")))
+    assert linted.plan is None and planned.plan is not None  # lint's answer has no plan to give
+    cache = str(tmp_path / "first-plan")
+    analyze([str(src)], Options(cache_dir=cache))
+    monkeypatch.setattr(api.Package, "compute_all", lambda self: (_ for _ in ()).throw(AssertionError("analyzed again")))
+    again = analyze([str(src)], Options(cache_dir=cache, plan=False))
+    assert again.plan == planned.plan and again.findings == planned.findings
+
+
+def test_a_damaged_cache_entry_is_indexed_afresh(tmp_path):
+    import pickle
+
+    from autograph_cg.analysis import runner
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(TWO)
+    cache = tmp_path / "cache"
+    analyze([str(src)], Options(cache_dir=str(cache)))
+    facts = cache / runner.CACHE_FILE
+    entries = pickle.loads(facts.read_bytes())
+    assert entries and all(isinstance(blob, bytes) for _, blob in entries.values())  # stored pickled, read on demand
+    facts.write_bytes(pickle.dumps({key: (stamp, blob[: len(blob) // 2]) for key, (stamp, blob) in entries.items()}))
+    for stale in cache.glob("results-*.pickle"):
+        stale.unlink()
+    again = analyze([str(src)], Options(cache_dir=str(cache)))
+    assert sorted(f.code for f in again.findings) == ["AG101", "AG201"]
+
+
 def test_a_cache_of_another_build_is_never_read_and_is_removed(tmp_path, monkeypatch):
     """An upgrade in place keeps the version number: the caches are keyed by the tool's own source too."""
     from autograph_cg.analysis import runner

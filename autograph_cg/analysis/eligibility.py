@@ -100,12 +100,13 @@ class Package:
         not_capturable: tuple[str, ...] = (),
         solved: "Package | None" = None,
     ) -> None:
-        """`solved`: an earlier package of the same files whose resolver answers hold here too (the resolver reads
-        the summaries of every body, which a deeper index of a file does not change): they are kept, not redone."""
+        """`solved`: an earlier package of the same files, some of them indexed less deeply. Its resolver answers hold
+        here too (the resolver reads the summaries of every body, which a deeper index of a file does not change),
+        and so do its verdicts and function results that read nothing a deeper index replaces: all are kept."""
         self.modules = {m.module: m for m in modules}
         self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
         self.not_capturable = not_capturable
-        self.unresolved_names: Counter[str] = Counter()  # what AG9xx reasons named: what a user could declare
+        self._unresolved_at: set[tuple[str, str, int, int]] = set()  # (name, path, line, col) of AG9xx reasons
         self.optional = {q for m in modules for q in m.optional_imports}  # outside code used only if installed
         self.keep = keep  # select/ignore: a code not kept neither reports nor blocks
         self.unknown = unknown  # what AG9xx means for verdicts: "unknown", "block" or "allow"
@@ -126,19 +127,51 @@ class Package:
         self._ahead: set[tuple[str, str]] = set()  # bodies whose callees' files were asked for ahead
         self._in_progress: set[tuple[str, str, str]] = set()
         self._class_memo: dict[str, Verdict] = {}
+        self._judging: set[str] = set()  # classes whose verdict is being computed (their memo is a placeholder)
         self._depth = 0  # verdicts being judged inside one another
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
         self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
+        self._partial: set[object] = set()  # memo keys whose results read what a deeper index replaces
+        self._reads: list[bool] = []  # per verdict or function being computed: whether it read such facts so far
         if solved is not None:
             self.solver, self.defaults, self.configured = solved.solver, solved.defaults, solved.configured
+            self._carry(solved)
             for solver in (self.solver, self.defaults, self.configured):
                 solver.rebind(self)
             return
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
         self.configured = Solver(self, branches=self.defaults, sites_from=self.solver)  # what the default configuration builds
+
+    def _carry(self, solved: "Package") -> None:
+        """Keep what `solved` judged from facts that stay: a deeper index replaces only the bodies and sublayers it
+        had not walked, and every result that read one of those (or a cycle's placeholder) is judged again. What
+        is reported is a union over the results (reached functions, AG9xx locations), so kept parts add up to what
+        judging all again would give."""
+        self._class_memo = {q: v for q, v in solved._class_memo.items() if q not in solved._partial}
+        self._function_memo = {k: v for k, v in solved._function_memo.items() if k not in solved._partial}
+        self._off = dict(solved._off)
+        self.reached = set(solved.reached)
+        self.extra_findings = dict(solved.extra_findings)
+        self._unresolved_at = set(solved._unresolved_at)
+
+    def _read_shallow(self) -> None:
+        """What is being computed read facts a deeper index replaces (or a result that did): it is not kept."""
+        if self._reads:
+            self._reads[-1] = True
+
+    def _remember(self, key: object, shallow: bool) -> None:
+        """Close the computation of memo `key`: whoever computes it now read it, and what it read."""
+        if shallow:
+            self._partial.add(key)
+            self._read_shallow()
+
+    @property
+    def unresolved_names(self) -> Counter[str]:
+        """What AG9xx reasons named (what a user could declare), by how many places name it."""
+        return Counter(name for name, *_ in self._unresolved_at)
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -226,12 +259,26 @@ class Package:
         """Forward code needs this file's bodies or sublayers: ask for its deep index."""
         if not module.deep:
             self.shallow_reached.add(module.path)
+            self._read_shallow()
 
     # ----- verdicts --------------------------------------------------------------------------------------------
     def verdict(self, qual: str) -> Verdict:
         known = self._class_memo.get(qual)
         if known is not None:
+            if qual in self._partial or qual in self._judging:  # a cycle's optimistic placeholder is partial too
+                self._read_shallow()
             return known
+        self._reads.append(False)
+        self._judging.add(qual)
+        try:
+            verdict = self._judge(qual)
+        finally:
+            self._judging.discard(qual)
+            shallow = self._reads.pop()
+        self._remember(qual, shallow)
+        return verdict
+
+    def _judge(self, qual: str) -> Verdict:
         module, cls = self.classes[qual]
         self._touch(module)
         if cls.skipped:
@@ -248,11 +295,13 @@ class Package:
                 del self._class_memo[qual]  # the way are judged afresh when next asked, not left optimistic
                 raise
             self._in_progress = in_progress
+            self._read_shallow()  # how deep it went depends on what was judged before: never kept
             result = _Result()
             reason = Reason((cls.name,), "AG901", "what forward runs is nested too deep to follow", module.path, cls.line)
             result.absorb(Status.UNKNOWN, [reason], None)
         except Exception as exc:  # an analyzer bug on one class: it ends unknown, the others are still judged
             self._in_progress = in_progress
+            self._read_shallow()  # judged again next round, so its failure is recorded again
             detail = describe(exc)
             self._failures[(module.path, cls.name)] = detail
             result = _Result()
@@ -292,15 +341,28 @@ class Package:
         key = (context, owner, function.name, site)
         memo = self._function_memo.get(key)
         if memo is not None:
+            if key in self._partial:
+                self._read_shallow()
             return memo
         if key in self._in_progress:
+            self._read_shallow()  # a cycle: what it reads now depends on where the cycle was entered
             return _Result()
+        self._reads.append(False)
+        try:
+            result = self._function_result(key, context, owner, function, site)
+        finally:
+            shallow = self._reads.pop()
+        self._remember(key, shallow)
+        return result
+
+    def _function_result(self, key: tuple, context: str, owner: str, function: FunctionFacts, site: Ctx | None) -> _Result:
         self._in_progress.add(key)
         self.reached.add((owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
         self._touch(module)
         if not function.walked:
             self.shallow_reached.add(module.path)
+            self._read_shallow()
             self._reach_ahead(module.module, function.qualname)
         step = function.qualname
         result = _Result(kernels=function.ops)
@@ -577,11 +639,13 @@ class Package:
         """Unresolved calls shape the verdict whatever is reported; the finding is kept only when selected."""
         rule = RULES[code]
         message = rule.message.format(detail=detail) + (f": {why}" if why else "")
-        self.unresolved_names[detail] += 1
+        self._unresolved_at.add((detail, module.path, line, call.span.col if call is not None else -1))
         if call is not None and self.keep(code):
             key = (module.path, call.span.line, call.span.col, code)
-            if key not in self.extra_findings:
-                self.extra_findings[key] = Finding(module.path, call.span, code, message, step.split(" → ")[0])
+            found = Finding(module.path, call.span, code, message, step.split(" → ")[0])
+            known = self.extra_findings.get(key)
+            if known is None or (found.message, found.function) < (known.message, known.function):
+                self.extra_findings[key] = found  # one per place, the same whatever order the calls are judged in
         status = {"block": Status.INELIGIBLE, "allow": Status.ELIGIBLE}.get(self.unknown, Status.UNKNOWN)
         result.absorb(status, [Reason((), code, message, module.path, line)], step)
 

@@ -114,7 +114,7 @@ def write_text(plan: Plan, stream: TextIO, style: Style) -> None:
             name = " | ".join(n.rsplit(".", 1)[-1] for n in skipped.wrapped_class.split(" | "))
             stream.write(f"  {skipped.path}:{skipped.span.line}:{skipped.span.col}  {skipped.target or '<expr>'}: {name}: {skipped.reason}\n")
     if plan.unresolved:
-        stream.write("\n" + style("Most often unresolved (declare them in [tool.autograph-cg] capturable / not-capturable)", "bold") + "\n")
+        stream.write("\n" + style("Most often unresolved, by the places that call them (declare them in [tool.autograph-cg] capturable / not-capturable)", "bold") + "\n")
         for name, count in plan.unresolved:
             stream.write(f"  {count:5d}  {name}\n")
     for note in plan.notes:

@@ -306,7 +306,7 @@ class _Page:
                            f"<td><code>{escape(s.target)}</code></td><td>{escape(s.reason)}</td></tr>\n")
             self.write("</table>")
         if self.plan.unresolved:
-            self.write('<h3 id="unresolved">Most often unresolved</h3><p class="muted">Declare the ones you know in '
+            self.write('<h3 id="unresolved">Most often unresolved</h3><p class="muted">By the places that call them. Declare the ones you know in '
                        "<code>[tool.autograph-cg]</code> <code>capturable</code> or <code>not-capturable</code>.</p><ul>")
             for name, count in self.plan.unresolved:
                 self.write(f"<li><code>{escape(name)}</code> <span class=\"muted\">{count}</span></li>")

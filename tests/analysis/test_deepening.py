@@ -1,0 +1,94 @@
+"""Files that forward code reaches only through another file are indexed deeply in a later round: what the earlier
+round judged from facts that stay is kept, and the answer is the one a package indexed deeply from the start gives."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from autograph_cg.analysis.eligibility import Package
+from autograph_cg.analysis.index import index_source
+
+MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+    from pkg.helpers import finish, loop_a
+
+
+    class Reads(nn.Module):
+        def forward(self, x):
+            return finish(x)
+
+
+    class Cycles(nn.Module):
+        def forward(self, x):
+            return loop_a(x, 3)
+
+
+    class Plain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x).relu()
+
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.plain = Plain()
+            self.reads = Reads()
+
+        def forward(self, x):
+            return self.reads(self.plain(x))
+    """
+)
+HELPERS = textwrap.dedent(
+    """
+    def finish(x):
+        return x.sum().item()
+
+
+    def loop_a(x, n):
+        return loop_b(x, n)
+
+
+    def loop_b(x, n):
+        if n:
+            return loop_a(x.nonzero(), n - 1)
+        return x
+    """
+)
+
+
+def _modules(deep: bool | None) -> list:
+    return [
+        index_source("pkg/model.py", "pkg.model", False, MODEL, deep=deep),
+        index_source("pkg/helpers.py", "pkg.helpers", False, HELPERS, deep=deep),
+    ]
+
+
+def _answer(package: Package) -> tuple:
+    verdicts = {q: (v.status, v.reasons, v.kernels) for q, v in package.compute_all().items()}
+    return verdicts, package.reachable_findings(), sorted(package.unresolved_names.items())
+
+
+def test_a_later_round_keeps_what_stays_and_gives_the_deep_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = Package(_modules(None), keep=lambda code: True)
+    first.compute_all()
+    assert first.shallow_reached == {"pkg/helpers.py"}  # no `forward` there: its bodies were not walked
+    judged: list[str] = []
+    judge = Package._judge
+    monkeypatch.setattr(Package, "_judge", lambda self, qual: judged.append(qual) or judge(self, qual))
+    deeper = [m if m.path != "pkg/helpers.py" else index_source(m.path, m.module, False, HELPERS, deep=True) for m in _modules(None)]
+    second = Package(deeper, keep=lambda code: True, solved=first)
+    answer = _answer(second)
+    assert sorted(judged) == ["pkg.model.Cycles", "pkg.model.Outer", "pkg.model.Reads"]  # Plain is kept
+    monkeypatch.undo()
+    assert answer == _answer(Package(_modules(True), keep=lambda code: True))
+    verdicts = answer[0]
+    assert verdicts["pkg.model.Reads"][0].value == "ineligible" and verdicts["pkg.model.Plain"][0].value == "eligible"
+    assert {f.code for f in answer[1]} >= {"AG101", "AG201"}  # found in the bodies the later round walked

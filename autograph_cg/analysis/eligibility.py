@@ -142,7 +142,7 @@ class Package:
                 solver.rebind(self)
             return
         self.solver = Solver(self)
-        self.defaults = Solver(self, defaults=True)  # what holds when nobody passes anything: default-off flags
+        self.defaults = Solver(self, defaults=True, index_from=self.solver)  # what holds when nobody passes anything: default-off flags
         self.configured = Solver(self, branches=self.defaults, sites_from=self.solver)  # what the default configuration builds
 
     def _carry(self, solved: "Package") -> None:

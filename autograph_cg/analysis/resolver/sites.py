@@ -39,17 +39,23 @@ class PackageView(Protocol):
 
 
 class CallSites:
-    def __init__(self, package: PackageView) -> None:
+    def __init__(self, package: PackageView, index: "CallSites | None" = None) -> None:
+        """`index`: call sites of the same package to share the index of calls by name with (the calls through
+        values each registers are its own)."""
         self.package = package
+        self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
+        self.calls: dict[int, Expr] = {}  # id -> call expression, for the contexts of runs for one call (`Ctx`)
+        self._cache: dict[str, list[Site]] = {}
+        self._init_runners: dict[str, list[str]] | None = None
+        if index is not None:
+            self.static, self.self_calls, self.super_calls = index.static, index.self_calls, index.super_calls
+            self.dynamic_sites, self.callees, self._by_owner = index.dynamic_sites, index.callees, index._by_owner
+            return
         self.static: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.self_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.super_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.dynamic_sites: list[tuple[Expr, Ctx]] = []  # callee is a value: registered once solved
         self.callees: dict[tuple[str, str], set[str]] = {}  # (module, scope) -> what its calls name in the package
-        self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
-        self.calls: dict[int, Expr] = {}  # id -> call expression, for the contexts of runs for one call (`Ctx`)
-        self._cache: dict[str, list[Site]] = {}
-        self._init_runners: dict[str, list[str]] | None = None
         self._by_owner: dict[tuple[str, bool], dict[str | None, list[tuple[Expr, Ctx]]]] = {}
         for module, facts in package.modules.items():
             for summary in facts.scopes.values():

@@ -52,12 +52,18 @@ _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.starts
 
 class Solver:
     def __init__(
-        self, package: PackageView, defaults: bool = False, branches: "Solver | None" = None, sites_from: "Solver | None" = None
+        self,
+        package: PackageView,
+        defaults: bool = False,
+        branches: "Solver | None" = None,
+        sites_from: "Solver | None" = None,
+        index_from: "Solver | None" = None,
     ) -> None:
         self.package = package
         self.defaults = defaults
         self.branches = branches  # when given: a branch it finds off by default builds nothing (the default build)
         self.sites_from = sites_from  # when given: the solver whose call sites (calls through values included) this one uses
+        self.index_from = index_from  # when given: the solver whose index of calls by name this one shares
         self._values: dict[Any, Value] = {}
         self._dependents: dict[Any, set[Any]] = {}
         self._dirty: set[Any] = set()
@@ -262,7 +268,11 @@ class Solver:
             self.sites_from._prepare()
             self._sites = self.sites_from._sites
             return
-        self._sites = sites = CallSites(self.package)
+        index = None
+        if self.index_from is not None:
+            self.index_from._prepare()
+            index = self.index_from._sites
+        self._sites = sites = CallSites(self.package, index)
         if self.defaults:
             return
         for _ in range(_ROUNDS):  # calls through values become call sites once their callees are solved

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
-from autograph_cg.analysis.runner import FactsCache, ProgressSink, ResultCache, index_files, run_key, stamp_files
+from autograph_cg.analysis.runner import FactsCache, ProgressSink, ResultCache, index_files, paused_gc, run_key, stamp_files
 from autograph_cg.analysis.verdicts import Status
 from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
@@ -93,6 +93,11 @@ def _stack_room(frames: int = 8000) -> Iterator[None]:
 
 def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     """Analyze the Python files under `paths` as one package: nothing is imported or executed."""
+    with paused_gc():
+        return _analyze(paths, options)
+
+
+def _analyze(paths: list[str], options: Options | None) -> Analysis:
     options = options or Options()
     config = options.config
     sources, errors = discover(paths, config.exclude, options.force_exclude)

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
-from autograph_cg.analysis.runner import FactsCache, ProgressSink, ResultCache, index_files, paused_gc, run_key, stamp_files
+from autograph_cg.analysis.runner import FactsCache, Indexer, ProgressSink, ResultCache, paused_gc, run_key, stamp_files
 from autograph_cg.analysis.verdicts import Status
 from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
@@ -113,20 +113,26 @@ def _analyze(paths: list[str], options: Options | None) -> Analysis:
         if isinstance(cached, Analysis):
             return replace(cached, errors=sorted(errors + cached.errors, key=lambda e: e.path))
     facts_cache = FactsCache(cache_dir)
-    modules, read_errors = index_files(stamped, facts_cache, options.jobs, options.progress)
-    read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
-    with _stack_room():
-        package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable)
-        package.compute_all()
+    with Indexer(facts_cache, options.jobs, options.progress) as indexer:
+
+        def judged(modules: list, solved: Package | None = None) -> Package:
+            with _stack_room():  # the files are indexed with Python's own limit, which the parser's checks assume
+                package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead)
+                package.compute_all()
+            return package
+
+        modules, read_errors = indexer.index(stamped)
+        read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
+        package = judged(modules)
         walked: set[str] = set()
         while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
             wanted = package.shallow_reached - walked
             walked |= wanted
-            deepened, _ = index_files([s for s in stamped if s[0].path in wanted], facts_cache, options.jobs, deep=True)
+            deepened, _ = indexer.index([s for s in stamped if s[0].path in wanted], deep=True)
             by_path = {m.path: m for m in deepened}
             modules = [by_path.get(m.path, m) for m in modules]
-            package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=package)
-            package.compute_all()
+            package = judged(modules, package)
+    with _stack_room():
         plan = None
         if options.plan:
             min_kernels = config.min_kernels if config.min_kernels is not None else default_min_kernels()

@@ -99,10 +99,12 @@ class Package:
         capturable: tuple[str, ...] = (),
         not_capturable: tuple[str, ...] = (),
         solved: "Package | None" = None,
+        ahead: Callable[[str], None] | None = None,
     ) -> None:
         """`solved`: an earlier package of the same files, some of them indexed less deeply. Its resolver answers hold
         here too (the resolver reads the summaries of every body, which a deeper index of a file does not change),
-        and so do its verdicts and function results that read nothing a deeper index replaces: all are kept."""
+        and so do its verdicts and function results that read nothing a deeper index replaces: all are kept.
+        `ahead`: told each file that forward code needs indexed deeply, as soon as it is found (to start on it)."""
         self.modules = {m.module: m for m in modules}
         self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
         self.not_capturable = not_capturable
@@ -132,6 +134,7 @@ class Package:
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
+        self._ahead_to = ahead
         self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
         self._partial: set[object] = set()  # memo keys whose results read what a deeper index replaces
         self._reads: list[bool] = []  # per verdict or function being computed: whether it read such facts so far
@@ -156,6 +159,16 @@ class Package:
         self.reached = set(solved.reached)
         self.extra_findings = dict(solved.extra_findings)
         self._unresolved_at = set(solved._unresolved_at)
+
+    def _needs_deep(self, path: str, read: bool = True) -> None:
+        """Forward code reaches a file where something was not indexed (and, with `read`, what is being computed
+        read it): the next round indexes it deeply."""
+        if read:
+            self._read_shallow()
+        if path not in self.shallow_reached:
+            self.shallow_reached.add(path)
+            if self._ahead_to is not None:
+                self._ahead_to(path)
 
     def _read_shallow(self) -> None:
         """What is being computed read facts a deeper index replaces (or a result that did): it is not kept."""
@@ -258,8 +271,7 @@ class Package:
     def _touch(self, module: ModuleFacts) -> None:
         """Forward code needs this file's bodies or sublayers: ask for its deep index."""
         if not module.deep:
-            self.shallow_reached.add(module.path)
-            self._read_shallow()
+            self._needs_deep(module.path)
 
     # ----- verdicts --------------------------------------------------------------------------------------------
     def verdict(self, qual: str) -> Verdict:
@@ -361,8 +373,7 @@ class Package:
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
         self._touch(module)
         if not function.walked:
-            self.shallow_reached.add(module.path)
-            self._read_shallow()
+            self._needs_deep(module.path)
             self._reach_ahead(module.module, function.qualname)
         step = function.qualname
         result = _Result(kernels=function.ops)
@@ -401,7 +412,7 @@ class Package:
                 found = self.functions.get(qual)
                 if found is not None and not found[1].walked and (found[0].module, found[1].qualname) not in self._ahead:
                     self._ahead.add((found[0].module, found[1].qualname))
-                    self.shallow_reached.add(found[0].path)
+                    self._needs_deep(found[0].path, read=False)
                     todo.append((found[0].module, found[1].qualname))
 
     def _off_conditions(self, module: ModuleFacts, function: FunctionFacts) -> Callable[[int], bool]:

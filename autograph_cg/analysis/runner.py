@@ -14,7 +14,7 @@ import os
 import pickle
 import stat
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol
@@ -120,11 +120,12 @@ def _read(path: str, real_path: str) -> bytes | SourceError:
 
 
 Stamp = tuple[int, int]  # (mtime_ns, size): a changed file changes one of them, as black and ruff assume
+Stamped = tuple[SourceFile, str, Stamp]  # a file, its cache key, its stamp
 
 
-def stamp_files(files: list[SourceFile]) -> tuple[list[tuple[SourceFile, str, Stamp]], list[SourceError]]:
+def stamp_files(files: list[SourceFile]) -> tuple[list[Stamped], list[SourceError]]:
     """Cache key and stamp of each file, without reading it."""
-    stamped: list[tuple[SourceFile, str, Stamp]] = []
+    stamped: list[Stamped] = []
     errors: list[SourceError] = []
     for source in files:
         real = source.real or os.path.realpath(source.path)
@@ -140,7 +141,7 @@ def stamp_files(files: list[SourceFile]) -> tuple[list[tuple[SourceFile, str, St
     return stamped, errors
 
 
-def run_key(stamped: list[tuple[SourceFile, str, Stamp]], settings: str) -> str:
+def run_key(stamped: list[Stamped], settings: str) -> str:
     """One hash of every file's stamp and the settings: an unchanged run can reuse the last answer."""
     digest = hashlib.blake2b(settings.encode(), digest_size=16)
     for _, key, (mtime, size) in stamped:
@@ -227,45 +228,92 @@ class ResultCache:
         _save_pickle(self.folder, RESULT_FILE, dict(list(entries.items())[-self.KEEP :]))
 
 
-def index_files(
-    stamped: list[tuple[SourceFile, str, Stamp]],
-    cache: FactsCache,
-    jobs: int | None = None,
-    progress: ProgressSink | None = None,
-    deep: bool | None = None,
-) -> tuple[list[ModuleFacts], list[SourceError]]:
-    """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
+class Indexer:
+    """One run's indexing: facts from the cache, the misses in a process pool that stays up for the run. Files a
+    later round needs deeply can be asked for `ahead` while the main process judges; the other cores index them.
 
-    `deep=True` asks for every function body walked (a cached partial entry is then a miss). The caller saves
-    the cache once its run is over."""
-    facts: list[ModuleFacts] = []
-    errors: list[SourceError] = []
-    misses: list[Job] = []
-    miss_keys: list[tuple[str, Stamp]] = []
-    if progress is not None:
-        progress.start(len(stamped))
-    for source, key, stamp in stamped:
-        hit = cache.get(key, stamp)
-        if hit is not None and (hit.complete or not deep):
-            facts.append(hit)
-            continue
-        misses.append((source.path, source.real or os.path.realpath(source.path), source.module, source.is_package, deep))
-        miss_keys.append((key, stamp))
-    if progress is not None:
-        progress.advance(len(facts))
-    workers = min(jobs or os.cpu_count() or 1, len(misses) // _POOL_THRESHOLD + 1)
-    results = _in_pool(misses, workers, progress) if workers > 1 else _in_process(misses, progress)
-    for (key, stamp), result in zip(miss_keys, results):
-        if isinstance(result, SourceError):
-            errors.append(result)
-        else:
-            facts.append(pickle.loads(result))
-            cache.put(key, stamp, result)
-    if progress is not None:
-        progress.finish()
-    facts.sort(key=lambda m: m.path)
-    errors.sort(key=lambda e: e.path)
-    return facts, errors
+    Use as a context manager (the pool is shut down on leaving). The caller saves the cache once its run is over."""
+
+    def __init__(self, cache: FactsCache, jobs: int | None = None, progress: ProgressSink | None = None) -> None:
+        self.cache = cache
+        self.jobs = jobs or os.cpu_count() or 1
+        self.progress = progress
+        self._pool: ProcessPoolExecutor | None = None
+        self._files: dict[str, Stamped] = {}
+        self._ahead: dict[str, Future] = {}  # path -> its deep index, asked for ahead
+
+    def __enter__(self) -> "Indexer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def index(self, stamped: list[Stamped], deep: bool | None = None) -> tuple[list[ModuleFacts], list[SourceError]]:
+        """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
+        `deep=True` asks for every function body walked (a cached partial entry is then a miss)."""
+        progress = self.progress if deep is None else None
+        facts: list[ModuleFacts] = []
+        errors: list[SourceError] = []
+        misses: list[Job] = []
+        miss_keys: list[tuple[str, Stamp]] = []
+        if progress is not None:
+            progress.start(len(stamped))
+        results: list[bytes | SourceError] = []
+        for source, key, stamp in stamped:
+            self._files[source.path] = (source, key, stamp)
+            hit = self.cache.get(key, stamp)
+            if hit is not None and (hit.complete or not deep):
+                facts.append(hit)
+                continue
+            ahead = self._ahead.pop(source.path, None) if deep else None
+            if ahead is not None:
+                results.extend(ahead.result())
+                miss_keys.append((key, stamp))
+                continue
+            misses.append(_job(source, deep))
+            miss_keys.append((key, stamp))
+        if progress is not None:
+            progress.advance(len(facts))
+        pool = self._pool_for(len(misses))
+        results.extend(_in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress))
+        with paused_gc():  # unpickling makes many objects and no garbage
+            for (key, stamp), result in zip(miss_keys, results):
+                if isinstance(result, SourceError):
+                    errors.append(result)
+                else:
+                    facts.append(pickle.loads(result))
+                    self.cache.put(key, stamp, result)
+        if progress is not None:
+            progress.finish()
+        facts.sort(key=lambda m: m.path)
+        errors.sort(key=lambda e: e.path)
+        return facts, errors
+
+    def ahead(self, path: str) -> None:
+        """Start indexing `path` deeply now, on another core, if a pool is up (a later `index(deep=True)` takes it)."""
+        if self._pool is None or path in self._ahead or path not in self._files:
+            return
+        source, key, stamp = self._files[path]
+        hit = self.cache.get(key, stamp)
+        if hit is not None and hit.complete:
+            return
+        self._ahead[path] = self._pool.submit(_index_batch, [_job(source, True)])
+
+    def _pool_for(self, misses: int) -> ProcessPoolExecutor | None:
+        """The run's pool, started when a pass has enough files to pay for it."""
+        if self._pool is None:
+            workers = min(self.jobs, misses // _POOL_THRESHOLD + 1)
+            if workers <= 1:
+                return None
+            method = "fork" if sys.platform.startswith("linux") else None
+            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+        return self._pool if misses else None
+
+
+def _job(source: SourceFile, deep: bool | None) -> Job:
+    return (source.path, source.real or os.path.realpath(source.path), source.module, source.is_package, deep)
 
 
 def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[bytes | SourceError]:
@@ -277,22 +325,19 @@ def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[bytes 
     return results
 
 
-def _in_pool(misses: list[Job], workers: int, progress: ProgressSink | None) -> list[bytes | SourceError]:
+def _in_pool(pool: ProcessPoolExecutor, misses: list[Job], workers: int, progress: ProgressSink | None) -> list[bytes | SourceError]:
     # Larger files first, so no worker is left with the one huge file at the end.
     order = sorted(range(len(misses)), key=lambda i: -_size(misses[i][1]))
     size = max(1, min(16, len(misses) // (workers * 8)))
     batches = [[misses[i] for i in order[start : start + size]] for start in range(0, len(order), size)]
-    method = "fork" if sys.platform.startswith("linux") else None
-    context = multiprocessing.get_context(method)
     results: dict[int, bytes | SourceError] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        position = 0
-        for batch, done in zip(batches, pool.map(_index_batch, batches)):
-            for result in done:
-                results[order[position]] = result
-                position += 1
-            if progress is not None:
-                progress.advance(len(batch))
+    position = 0
+    for batch, done in zip(batches, pool.map(_index_batch, batches)):
+        for result in done:
+            results[order[position]] = result
+            position += 1
+        if progress is not None:
+            progress.advance(len(batch))
     return [results[i] for i in range(len(misses))]
 
 

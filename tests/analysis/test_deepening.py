@@ -92,3 +92,36 @@ def test_a_later_round_keeps_what_stays_and_gives_the_deep_answer(monkeypatch: p
     verdicts = answer[0]
     assert verdicts["pkg.model.Reads"][0].value == "ineligible" and verdicts["pkg.model.Plain"][0].value == "eligible"
     assert {f.code for f in answer[1]} >= {"AG101", "AG201"}  # found in the bodies the later round walked
+
+
+def test_each_file_found_shallow_is_announced_once_as_soon_as_found() -> None:
+    announced: list[str] = []
+    package = Package(_modules(None), keep=lambda code: True, ahead=announced.append)
+    package.compute_all()
+    assert announced == ["pkg/helpers.py"]
+
+
+def test_a_file_asked_for_ahead_is_indexed_deeply_on_the_pool_and_taken_by_the_next_round(tmp_path) -> None:
+    from autograph_cg.analysis.runner import FactsCache, Indexer, stamp_files
+    from autograph_cg.sources import discover
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(MODEL)
+    (pkg / "helpers.py").write_text(HELPERS)
+    for i in range(30):  # enough files for a pool of two
+        (pkg / f"filler{i}.py").write_text(f"def f{i}(x):\n    return x\n")
+    sources, _ = discover([str(pkg)], (), False)
+    stamped, _ = stamp_files(sources)
+    helpers = next(s for s in stamped if s[0].path.endswith("helpers.py"))
+    with Indexer(FactsCache(None), jobs=2) as indexer:
+        shallow, errors = indexer.index(stamped)
+        assert not errors and not next(m for m in shallow if m.path == helpers[0].path).complete
+        indexer.ahead(helpers[0].path)
+        assert indexer._pool is not None and helpers[0].path in indexer._ahead  # started on the pool
+        deep, _ = indexer.index([helpers], deep=True)
+        assert not indexer._ahead  # taken, not indexed again
+    assert deep[0].complete and deep[0].functions["finish"].walked
+    expected = index_source(helpers[0].path, "pkg.helpers", False, HELPERS, deep=True)
+    assert deep[0].functions == expected.functions

@@ -184,7 +184,7 @@ class Package:
     @property
     def unresolved_names(self) -> Counter[str]:
         """What AG9xx reasons named (what a user could declare), by how many places name it."""
-        return Counter(name for name, *_ in self._unresolved_at)
+        return Counter(name for name, *_ in sorted(self._unresolved_at))  # sorted: ties keep one order every run
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:

@@ -26,6 +26,7 @@ from autograph_cg.analysis.resolver.values import (
     EMPTY,
     HOST,
     TENSOR,
+    TOO_MANY,
     Atom,
     Value,
     bounded,
@@ -41,6 +42,10 @@ _MAX_DEPTH = 300  # nodes computed inside one another; deeper chains are unknown
 _MAX_ROUNDS = 64  # computations of one node before its value is given up as unsettled
 _MAX_RUNS = 256  # calls of one function beyond which a call through its parameter is solved once for all of them
 _UNSETTLED = unknown("a value that does not settle")
+#: Parts of an outside qualified name (`paddle.distributed.fleet.layers.mpu.mp_layers.RowParallelLinear`: 7) beyond
+#: which an attribute read gives an unknown: a cycle (`x = x.device` of an outside object) grows one forever
+_MAX_NAME_PARTS = 10
+_LONG_CHAIN = unknown("an attribute chain of outside code too long to follow")
 _MAPPING_BASES = ("OrderedDict", "dict", "Mapping", "MutableMapping", "UserDict", "defaultdict")
 _STRING_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "split"})
 #: Layer methods that return the layer itself (`nn.Module.train`, `.to`, ...), when the package does not define them
@@ -69,6 +74,7 @@ class Solver:
         self._dirty: set[Any] = set()
         self._rounds: dict[Any, int] = {}  # how often each node was computed
         self._stack: list[Any] = []
+        self._computing: set[Any] = set()  # the nodes on the stack
         self._sites: CallSites | None = None
         self._globals: dict[str, set[str]] = {}
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
@@ -204,9 +210,17 @@ class Solver:
         """A node's value so far; whoever is computing now depends on it and is recomputed when it grows."""
         stack = self._stack
         if stack:
-            self._dependents.setdefault(key, set()).add(stack[-1])
+            readers = self._dependents.get(key)
+            if readers is None:
+                self._dependents[key] = {stack[-1]}
+            else:
+                readers.add(stack[-1])
         known = self._values.get(key)
         if known is not None:
+            if key in self._dirty and key not in self._computing and len(stack) < _MAX_DEPTH:
+                self._dirty.discard(key)  # it read a value that grew since: bring it up to date before it is read
+                self._recompute(key)
+                return self._values[key]
             return known
         self._values[key] = EMPTY  # a cycle back to this node reads the empty set until it is computed
         if len(stack) >= _MAX_DEPTH:
@@ -221,15 +235,24 @@ class Solver:
 
     def _recompute(self, key: Any) -> None:
         rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
+        old = self._values.get(key)
         if rounds > _MAX_ROUNDS:  # a safety net: a value that keeps changing is given up on, and stays so
             value = _UNSETTLED
+        elif old == TOO_MANY:  # grown past the cap: it stays so, however its inputs read now
+            value = TOO_MANY
         else:
             self._stack.append(key)
+            self._computing.add(key)
             try:
                 value = bounded(self._compute(key))
             finally:
                 self._stack.pop()
-        if value != self._values.get(key):
+                self._computing.discard(key)
+            if old and key[0] != "truth" and not value >= old:
+                # Values only grow, so a fixed point is reached. One input cut to "too many candidates" can make a
+                # value read smaller than before; kept, what it held and the cut together would swing forever.
+                value = bounded(old | value)
+        if value != old:
             self._values[key] = value
             self._dirty.update(self._dependents.get(key, ()))
 
@@ -585,6 +608,8 @@ class Solver:
                     out |= self._class_attribute(qual, attr)
                 elif qual in package.modules:
                     out |= self._module_name(qual, attr)
+                elif qual.count(".") >= _MAX_NAME_PARTS - 1:
+                    out |= _LONG_CHAIN
                 elif self._function_scope(qual) is None and not qual.rsplit(".", 1)[-1][:1].isupper():
                     out |= self._node(("global", f"{qual}.{attr}"))  # a module or function outside
                 elif attr[:1].isupper():
@@ -783,6 +808,9 @@ class Solver:
         summary = self.scope(*scope)
         if summary is None:
             return unknown(f"{scope[1]} was not indexed")
+        running = _running(ctx, scope)
+        if running is not None:  # a recursive call returns what the run it is made in returns (its items nest in it)
+            return self._node(("ret", running))
         run = self._run_for(expr, ctx, scope[0], scope[1], summary.implicit) if site_depth(ctx) < SITE_DEPTH else None
         return self._node(("ret", run or (scope[0], scope[1], None)))
 
@@ -898,6 +926,15 @@ def _may_be(atom: Atom, truth: bool) -> bool:
     if kind in ("G", "I"):
         return truth
     return True
+
+
+def _running(ctx: Ctx | None, scope: tuple[str, str]) -> Ctx | None:
+    """The run of function `scope` that context `ctx` is inside of (itself, or a caller up its chain of runs)."""
+    while ctx is not None:
+        if ctx[0] == scope[0] and ctx[1] == scope[1]:
+            return ctx
+        ctx = ctx[2][1] if ctx[2] is not None else None
+    return None
 
 
 def _function_scope(package: PackageView, qual: str) -> tuple[str, str] | None:

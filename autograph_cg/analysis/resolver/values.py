@@ -13,6 +13,7 @@ and unknowns and constants are capped: values grow by content, so a fixed point 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterable
 
 Atom = tuple[Any, ...]
@@ -53,11 +54,18 @@ def flat(atoms: Iterable[Atom]) -> frozenset:
 def _shallow(atom: Atom) -> Atom:
     """An item of a container: a container inside it keeps one level (a list of tuples), deeper ones flatten,
     so values built through cycles (`xs = xs + [x]`) stay finite."""
-    if atom[0] == "L":
-        return ("L", bounded(flat(atom[1])))
-    if atom[0] == "K":
-        return ("L", bounded(flat(a for _, a in atom[1])))
+    if atom[0] == "L" or atom[0] == "K":
+        return _flattened(atom)
     return atom
+
+
+@lru_cache(maxsize=1 << 15)
+def _flattened(container: Atom) -> Atom:
+    """A container atom with what it holds flattened. The same containers come back through every cycle of values
+    (and a frozenset keeps its hash once computed): remembered, not flattened again each time."""
+    if container[0] == "L":
+        return ("L", bounded(flat(container[1])))
+    return ("L", bounded(flat(a for _, a in container[1])))
 
 
 def merged(value: Iterable[Atom]) -> set[Atom]:

@@ -1,0 +1,86 @@
+"""The resolver's fixed point ends fast on code that feeds values back into themselves: recursive helpers, attribute
+chains of outside objects, and values that grow past the cap inside a cycle."""
+
+from __future__ import annotations
+
+import textwrap
+
+from autograph_cg.analysis.eligibility import Package
+from autograph_cg.analysis.index import index_source
+from autograph_cg.analysis.resolver import solver as solver_module
+from autograph_cg.analysis.resolver.solver import Solver
+from autograph_cg.analysis.resolver.values import TOO_MANY
+
+
+def _package(text: str) -> Package:
+    return Package([index_source("m.py", "m", False, textwrap.dedent(text), deep=True)], keep=lambda code: True)
+
+
+def test_a_recursive_helper_is_solved_in_the_run_it_is_made_in() -> None:
+    callers = "".join(
+        f"""
+class Net{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = convert(nn.Linear({i + 1}, {i + 1}))
+
+    def forward(self, x):
+        return self.body(x)
+"""
+        for i in range(12)
+    )
+    helper = """
+        import torch.nn as nn
+
+
+        def convert(x):
+            if isinstance(x, (list, tuple)):
+                return [convert(i) for i in x]
+            if isinstance(x, dict):
+                return {k: convert(v) for k, v in x.items()}
+            return x
+        """
+    package = _package(textwrap.dedent(helper) + callers)
+    verdicts = package.compute_all()
+    assert all(verdicts[f"m.Net{i}"].status.value == "eligible" for i in range(12))
+    held = package.solver.attribute("m.Net3", "body")
+    assert ("I", "torch.nn.Linear") in held
+    runs = [k for k in package.solver._values if k[0] == "ret" and k[1][1] == "convert"]
+    assert len(runs) == 12  # one run per call outside it; the recursive calls add none
+
+
+def test_an_attribute_chain_of_outside_code_that_feeds_itself_ends_unknown() -> None:
+    package = _package(
+        """
+        import numpy as np
+
+
+        def walk(n):
+            value = np.ndarray
+            while n:
+                value = value.device
+            return value
+        """
+    )
+    found = package.solver.value(("n", "value"), "m", "walk")
+    names = [atom[1] for atom in found if atom[0] == "G"]
+    assert "numpy.ndarray.device" in names and max(name.count(".") for name in names) < solver_module._MAX_NAME_PARTS
+    assert ("?", "an attribute chain of outside code too long to follow") in found
+    assert max(package.solver._rounds.values()) < solver_module._MAX_ROUNDS  # settled, not given up on
+
+
+class _Swing(Solver):
+    """Two nodes in a cycle: `a` holds `b` and more; `b` holds what `a` holds, or one atom once `a` is cut."""
+
+    def _compute(self, key):  # type: ignore[override]
+        if key[0] == "a":
+            return self._node(("b",)) | {("C", i) for i in range(3)} | {("H", n) for n in range(250)}
+        grown = self._node(("a",))
+        return frozenset({("T",)}) if grown == TOO_MANY else grown | {("G", f"g{len(grown)}")}
+
+
+def test_a_value_cut_to_too_many_in_a_cycle_settles_instead_of_swinging() -> None:
+    swing = _Swing(_package("x = 1\n"))
+    value = swing._ask(("a",))
+    assert value == TOO_MANY
+    assert max(swing._rounds.values()) < solver_module._MAX_ROUNDS

@@ -9,7 +9,7 @@ from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.resolver import solver as solver_module
 from autograph_cg.analysis.resolver.solver import Solver
-from autograph_cg.analysis.resolver.values import TOO_MANY
+from autograph_cg.analysis.resolver.values import MAX_ATOMS, TOO_MANY
 
 
 def _package(text: str) -> Package:
@@ -74,7 +74,7 @@ class _Swing(Solver):
 
     def _compute(self, key):  # type: ignore[override]
         if key[0] == "a":
-            return self._node(("b",)) | {("C", i) for i in range(3)} | {("H", n) for n in range(250)}
+            return self._node(("b",)) | {("H", n) for n in range(MAX_ATOMS - 5)}
         grown = self._node(("a",))
         return frozenset({("T",)}) if grown == TOO_MANY else grown | {("G", f"g{len(grown)}")}
 

@@ -22,7 +22,7 @@ EMPTY: Value = frozenset()
 TENSOR: Value = frozenset({("T",)})
 HOST: Value = frozenset({("H",)})
 
-MAX_ATOMS = 256  # a value larger than this is cut to an unknown: the flow is too wide to be useful
+MAX_ATOMS = 64  # a value larger than this is cut to an unknown: the flow is too wide to decide a verdict (any timm model)
 MAX_REASONS = 4  # distinct unknowns kept in one value
 MAX_CONSTANTS = 16  # distinct constants kept before they become a host value
 

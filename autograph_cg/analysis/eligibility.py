@@ -134,7 +134,7 @@ class Package:
         self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
         self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
-        self._ahead_to = ahead
+        self._on_deep = ahead  # told each file that `shallow_reached` gains
         self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
         self._partial: set[object] = set()  # memo keys whose results read what a deeper index replaces
         self._reads: list[bool] = []  # per verdict or function being computed: whether it read such facts so far
@@ -167,8 +167,8 @@ class Package:
             self._read_shallow()
         if path not in self.shallow_reached:
             self.shallow_reached.add(path)
-            if self._ahead_to is not None:
-                self._ahead_to(path)
+            if self._on_deep is not None:
+                self._on_deep(path)
 
     def _read_shallow(self) -> None:
         """What is being computed read facts a deeper index replaces (or a result that did): it is not kept."""
@@ -176,7 +176,8 @@ class Package:
             self._reads[-1] = True
 
     def _remember(self, key: object, shallow: bool) -> None:
-        """Close the computation of memo `key`: whoever computes it now read it, and what it read."""
+        """The computation of memo `key` ended. If it read what a deeper index replaces, it is not kept, and
+        neither is what is being computed now, which read it."""
         if shallow:
             self._partial.add(key)
             self._read_shallow()

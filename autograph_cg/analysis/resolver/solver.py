@@ -249,8 +249,8 @@ class Solver:
                 self._stack.pop()
                 self._computing.discard(key)
             if old and key[0] != "truth" and not value >= old:
-                # Values only grow, so a fixed point is reached. One input cut to "too many candidates" can make a
-                # value read smaller than before; kept, what it held and the cut together would swing forever.
+                # Values only grow, so the fixed point is reached: an input cut to "too many candidates" can make a
+                # value read smaller than it did, and letting it shrink swung the two until the round limit.
                 value = bounded(old | value)
         if value != old:
             self._values[key] = value

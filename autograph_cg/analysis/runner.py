@@ -260,7 +260,7 @@ class Indexer:
         miss_keys: list[tuple[str, Stamp]] = []
         if progress is not None:
             progress.start(len(stamped))
-        results: list[bytes | SourceError] = []
+        taken: list[tuple[str, Stamp, Future]] = []  # indexed ahead
         for source, key, stamp in stamped:
             self._files[source.path] = (source, key, stamp)
             hit = self.cache.get(key, stamp)
@@ -269,17 +269,19 @@ class Indexer:
                 continue
             ahead = self._ahead.pop(source.path, None) if deep else None
             if ahead is not None:
-                results.extend(ahead.result())
-                miss_keys.append((key, stamp))
+                taken.append((key, stamp, ahead))
                 continue
             misses.append(_job(source, deep))
             miss_keys.append((key, stamp))
         if progress is not None:
             progress.advance(len(facts))
         pool = self._pool_for(len(misses))
-        results.extend(_in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress))
+        results = _in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress)
+        for key, stamp, ahead in taken:
+            miss_keys.append((key, stamp))
+            results.extend(ahead.result())
         with paused_gc():  # unpickling makes many objects and no garbage
-            for (key, stamp), result in zip(miss_keys, results):
+            for (key, stamp), result in zip(miss_keys, results, strict=True):
                 if isinstance(result, SourceError):
                     errors.append(result)
                 else:

@@ -115,13 +115,18 @@ def test_a_file_asked_for_ahead_is_indexed_deeply_on_the_pool_and_taken_by_the_n
     sources, _ = discover([str(pkg)], (), False)
     stamped, _ = stamp_files(sources)
     helpers = next(s for s in stamped if s[0].path.endswith("helpers.py"))
-    with Indexer(FactsCache(None), jobs=2) as indexer:
+    cache = FactsCache(None)
+    with Indexer(cache, jobs=2) as indexer:
         shallow, errors = indexer.index(stamped)
         assert not errors and not next(m for m in shallow if m.path == helpers[0].path).complete
         indexer.ahead(helpers[0].path)
         assert indexer._pool is not None and helpers[0].path in indexer._ahead  # started on the pool
-        deep, _ = indexer.index([helpers], deep=True)
+        model = next(s for s in stamped if s[0].path.endswith("model.py"))  # a round may also need one not asked ahead
+        deep, _ = indexer.index([model, helpers], deep=True)
         assert not indexer._ahead  # taken, not indexed again
-    assert deep[0].complete and deep[0].functions["finish"].walked
+    by_path = {m.path: m for m in deep}
+    assert by_path[helpers[0].path].complete and by_path[helpers[0].path].functions["finish"].walked
     expected = index_source(helpers[0].path, "pkg.helpers", False, HELPERS, deep=True)
-    assert deep[0].functions == expected.functions
+    assert by_path[helpers[0].path].functions == expected.functions
+    for source, key, stamp in (model, helpers):  # each file's facts cached under its own key
+        assert cache.get(key, stamp).path == source.path

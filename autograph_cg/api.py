@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from autograph_cg.analysis.eligibility import Package
+from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
 from autograph_cg.analysis.runner import FactsCache, Indexer, ProgressSink, ResultCache, paused_gc, run_key, stamp_files
 from autograph_cg.analysis.verdicts import Status
@@ -115,7 +116,7 @@ def _analyze(paths: list[str], options: Options | None) -> Analysis:
     facts_cache = FactsCache(cache_dir)
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
 
-        def judged(modules: list, solved: Package | None = None) -> Package:
+        def judged(modules: list[ModuleFacts], solved: Package | None = None) -> Package:
             with _stack_room():  # the files are indexed with Python's own limit, which the parser's checks assume
                 package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead)
                 package.compute_all()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, TypeVar
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
@@ -23,6 +23,7 @@ from autograph_cg.findings import Finding, SourceError
 from autograph_cg.rules.registry import RULES
 
 MAX_REASONS = 8
+_T = TypeVar("_T")
 _AUTOGRAD_BASES = frozenset({"PyLayer", "Function", "InplaceFunction"})
 #: Methods every layer has (framework ones): calling them on a sublayer runs no forward code of the package.
 _LAYER_METHODS = frozenset({"parameters", "named_parameters", "buffers", "children", "modules", "state_dict", "train", "eval", "to", "cuda", "float", "half", "bfloat16", "zero_grad", "requires_grad_", "extra_repr"})
@@ -175,12 +176,18 @@ class Package:
         if self._reads:
             self._reads[-1] = True
 
-    def _remember(self, key: object, shallow: bool) -> None:
-        """The computation of memo `key` ended. If it read what a deeper index replaces, it is not kept, and
-        neither is what is being computed now, which read it."""
+    def _tracked(self, key: object, compute: Callable[[], _T]) -> _T:
+        """Compute memo `key`, noting whether it read what a deeper index replaces: then it is not kept, and
+        neither is what is being computed around it, which reads it."""
+        self._reads.append(False)
+        try:
+            found = compute()
+        finally:
+            shallow = self._reads.pop()
         if shallow:
             self._partial.add(key)
             self._read_shallow()
+        return found
 
     @property
     def unresolved_names(self) -> Counter[str]:
@@ -281,15 +288,11 @@ class Package:
             if qual in self._partial or qual in self._judging:  # a cycle's optimistic placeholder is partial too
                 self._read_shallow()
             return known
-        self._reads.append(False)
         self._judging.add(qual)
         try:
-            verdict = self._judge(qual)
+            return self._tracked(qual, lambda: self._judge(qual))
         finally:
             self._judging.discard(qual)
-            shallow = self._reads.pop()
-        self._remember(qual, shallow)
-        return verdict
 
     def _judge(self, qual: str) -> Verdict:
         module, cls = self.classes[qual]
@@ -360,13 +363,7 @@ class Package:
         if key in self._in_progress:
             self._read_shallow()  # a cycle: what it reads now depends on where the cycle was entered
             return _Result()
-        self._reads.append(False)
-        try:
-            result = self._function_result(key, context, owner, function, site)
-        finally:
-            shallow = self._reads.pop()
-        self._remember(key, shallow)
-        return result
+        return self._tracked(key, lambda: self._function_result(key, context, owner, function, site))
 
     def _function_result(self, key: tuple, context: str, owner: str, function: FunctionFacts, site: Ctx | None) -> _Result:
         self._in_progress.add(key)

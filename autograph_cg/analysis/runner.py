@@ -196,7 +196,7 @@ class FactsCache:
         return facts if isinstance(facts, ModuleFacts) else None
 
     def put(self, key: str, stamp: Stamp, facts: bytes) -> None:
-        """`facts`: a `ModuleFacts` pickled (as `index_files`' workers return it)."""
+        """`facts`: a `ModuleFacts` pickled, as the index workers return it."""
         self.entries[key] = (stamp, facts)
         self.dirty = True
 

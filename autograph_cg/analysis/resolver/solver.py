@@ -74,7 +74,6 @@ class Solver:
         self._dirty: set[Any] = set()
         self._rounds: dict[Any, int] = {}  # how often each node was computed
         self._stack: list[Any] = []
-        self._computing: set[Any] = set()  # the nodes on the stack
         self._sites: CallSites | None = None
         self._globals: dict[str, set[str]] = {}
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
@@ -209,15 +208,10 @@ class Solver:
     def _node(self, key: Any) -> Value:
         """A node's value so far; whoever is computing now depends on it and is recomputed when it grows."""
         stack = self._stack
-        if stack:
-            readers = self._dependents.get(key)
-            if readers is None:
-                self._dependents[key] = {stack[-1]}
-            else:
-                readers.add(stack[-1])
+        self._read(key)
         known = self._values.get(key)
         if known is not None:
-            if key in self._dirty and key not in self._computing and len(stack) < _MAX_DEPTH:
+            if key in self._dirty and len(stack) < _MAX_DEPTH and key not in stack:
                 self._dirty.discard(key)  # it read a value that grew since: bring it up to date before it is read
                 self._recompute(key)
                 return self._values[key]
@@ -233,6 +227,15 @@ class Solver:
             raise
         return self._values[key]
 
+    def _read(self, key: Any) -> None:
+        """The node being computed reads `key` (a node, or a function's call sites): it is recomputed when that grows."""
+        if self._stack:
+            readers = self._dependents.get(key)
+            if readers is None:
+                self._dependents[key] = {self._stack[-1]}
+            else:
+                readers.add(self._stack[-1])
+
     def _recompute(self, key: Any) -> None:
         rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
         old = self._values.get(key)
@@ -242,12 +245,10 @@ class Solver:
             value = TOO_MANY
         else:
             self._stack.append(key)
-            self._computing.add(key)
             try:
                 value = bounded(self._compute(key))
             finally:
                 self._stack.pop()
-                self._computing.discard(key)
             if old and key[0] != "truth" and not value >= old:
                 # Values only grow, so the fixed point is reached: an input cut to "too many candidates" can make a
                 # value read smaller than it did, and letting it shrink swung the two until the round limit.
@@ -340,8 +341,7 @@ class Solver:
         """The call sites of function `qual` (with its `summary`) or constructions of class `qual`, as the node being
         computed reads them: it is computed again when calls through values add to them."""
         assert self._sites is not None
-        if self._stack:
-            self._dependents.setdefault(("sites", qual), set()).add(self._stack[-1])
+        self._read(("sites", qual))
         if summary is None:
             return [(call, ctx, 0) for call, ctx in self._sites.of_class(qual)]
         return self._sites.of(qual, summary)

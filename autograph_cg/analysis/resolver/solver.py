@@ -241,8 +241,6 @@ class Solver:
         old = self._values.get(key)
         if rounds > _MAX_ROUNDS:  # a safety net: a value that keeps changing is given up on, and stays so
             value = _UNSETTLED
-        elif old == TOO_MANY:  # grown past the cap: it stays so, however its inputs read now
-            value = TOO_MANY
         else:
             self._stack.append(key)
             try:

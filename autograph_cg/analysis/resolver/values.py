@@ -106,12 +106,18 @@ SEVERAL_UNKNOWNS: Atom = ("?", "several values that cannot be seen")
 TOO_MANY: Value = unknown("too many candidates")
 
 
+_TOO_MANY_ATOM: Atom = next(iter(TOO_MANY))
+
+
 def bounded(value: Value) -> Value:
     """Keep a value small, and only ever growing: past a few unknowns they become one general unknown, past a
-    few constants they become a host value, past many atoms the value becomes unknown. Each of these stands
-    for more than what it replaces, so a value that grows through a cycle still reaches a fixed point."""
+    few constants they become a host value, past many atoms the value becomes unknown, which then absorbs
+    whatever joins it. Each of these stands for more than what it replaces, so a value that grows through a
+    cycle still reaches a fixed point."""
     if len(value) < 2:
         return value
+    if _TOO_MANY_ATOM in value:
+        return TOO_MANY
     lists = dicts = unknowns_seen = constants_seen = 0
     for atom in value:
         kind = atom[0]

@@ -13,7 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 from autograph_cg.analysis.plan import Plan
+from autograph_cg.findings import Span
 from autograph_cg.runtime import CUDAGraphedLayer
+from autograph_cg.validate.births import Births, inside, real
 from autograph_cg.validate.frameworks import Framework
 from autograph_cg.validate.target import Subject
 
@@ -100,15 +102,19 @@ def _same_class(site_class: str, cls: type, package_classes: set[str]) -> bool:
     return site_class.rsplit(".", 1)[-1] == cls.__name__ and site_class.split(".")[0] == name.split(".")[0]
 
 
-def plan_picker(plan: Plan) -> Callable[[Path], bool]:
-    """Select the layers that `rewrite` would wrap. A site in `Owner.__init__` (`self.x = C(...)`,
-    `self.xs = List([C(...) ...])`) matches a C held there by an instance of Owner or a subclass;
-    a site outside `__init__` (a builder function) matches every C of the package not already inside a
-    graph; such a site of a framework class (`return nn.Sequential(...)`) cannot be told apart and is left out."""
+def plan_picker(plan: Plan, births: Births | None = None) -> Callable[[Path], bool]:
+    """Select the layers that `rewrite` would wrap. With `births` of the build, a layer is selected when a
+    site's call was running as it was made and the site builds its class (in `__init__`, a builder function
+    or through a factory alike). Besides, a site in `Owner.__init__` (`self.x = C(...)`, `self.xs =
+    List([C(...) ...])`) matches a C held there by an instance of Owner or a subclass; a site outside
+    `__init__` matches a C of the package made where no record tells (a deep copy) not already inside a
+    graph; such a site of a framework class (`return nn.Sequential(...)`) is then left out."""
     package_classes = set(plan.verdicts)
     owned: dict[tuple[str, str, bool], list[str]] = {}
     loose: set[str] = set()
+    spans: dict[str, list[tuple[Span, tuple[str, ...]]]] = {}
     for site in plan.sites:
+        spans.setdefault(real(site.path), []).append((site.span, tuple(site.wrapped_class.split(" | "))))
         if site.owner and site.target.startswith("self."):
             attr = site.target[len("self.") :]
             item = attr.endswith("[*]")
@@ -123,13 +129,25 @@ def plan_picker(plan: Plan) -> Callable[[Path], bool]:
                     return True
         return False
 
+    def made_at_site(layer: Any) -> bool | None:
+        positions = births.of(layer) if births is not None else None
+        if positions is None:
+            return None
+        cls = type(layer)
+        for position in positions:
+            for span, classes in spans.get(real(position[0]), ()):
+                if inside(span, position) and any(_same_class(c, cls, package_classes) for c in classes):
+                    return True
+        return False
+
     def pick(path: Path) -> bool:
         cls = type(path[-1][0])
         if len(path) >= 2 and held_by(path[-2][0], path[-1][1], False, cls):
             return True
         if len(path) >= 3 and held_by(path[-3][0], path[-2][1], True, cls):
             return True
-        return qualname(cls) in loose
+        made = made_at_site(path[-1][0])
+        return made if made is not None else qualname(cls) in loose
 
     return pick
 

@@ -18,6 +18,7 @@ from autograph_cg.api import Options, analyze
 from autograph_cg.runtime import CUDAGraphedLayer
 from autograph_cg.runtime.settings import disabled_by_env
 from autograph_cg.sources import display
+from autograph_cg.validate.births import Births, recording
 from autograph_cg.validate.frameworks import Framework, framework_of
 from autograph_cg.validate.outcome import ClassResult, PassResult, Validation, judge
 from autograph_cg.validate.passes import (
@@ -115,10 +116,11 @@ def validate(
     verdicts = analysis.plan.verdicts
     probed = list(dict.fromkeys(q for q in (qualname(type(p[-1][0])) for p in layers(fw, reference.model)) if q in verdicts))
 
-    def fresh() -> Subject:
-        subject = place(build(factory, target, loss_fn))
+    def fresh() -> tuple[Subject, Births]:
+        with recording() as births:  # where each layer is made: what ties the plan's sites to the model's layers
+            subject = place(build(factory, target, loss_fn))
         fw.load(subject.model, state)
-        return Subject(subject.model, reference.inputs, subject.loss_fn)
+        return Subject(subject.model, reference.inputs, subject.loss_fn), births
 
     def wrap(layer: Any, name: str) -> Any:
         return CUDAGraphedLayer(layer, settings.warmup_steps, backend=backend, name=name)
@@ -130,22 +132,22 @@ def validate(
         if eager.error:
             raise TargetError(f"the model fails eagerly: {eager.error}")
 
-        def wrapped_pass(pick: Callable[[Path], bool]) -> tuple[PassResult, tuple[int, int]]:
-            subject = fresh()
-            call, wrappers = wrap_where(fw, subject.model, pick, wrap)
+        def wrapped_pass(picker: Callable[[Births], Callable[[Path], bool]]) -> tuple[PassResult, tuple[int, int]]:
+            subject, births = fresh()
+            call, wrappers = wrap_where(fw, subject.model, picker(births), wrap)
             share = graphed_share(fw, call)
             trace = run(fw, subject, call, steps, seed, lr, follow=eager)
             result = judge(run_stats(wrappers), compare(trace, eager), trace.error, settings.tolerance)
-            del subject, call, wrappers, trace
+            del subject, births, call, wrappers, trace
             gc.collect()
             return result, share
 
         progress(f"plan: {len(analysis.plan.sites)} site(s)")
-        plan, share = wrapped_pass(plan_picker(analysis.plan))
+        plan, share = wrapped_pass(lambda births: plan_picker(analysis.plan, births))
         classes = []
         for i, name in enumerate(probed, 1):
             progress(f"probe {i}/{len(probed)}: {name}")
-            result, _ = wrapped_pass(class_picker(name))
+            result, _ = wrapped_pass(lambda _: class_picker(name))
             verdict = verdicts[name]
             reasons = tuple(r.render() for r in verdict.reasons)
             classes.append(ClassResult(name, verdict.status, reasons, result))

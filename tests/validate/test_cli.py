@@ -107,6 +107,11 @@ def make_one():
     return Good(8)
 
 
+def make_built():
+    torch.manual_seed(0)
+    return {"model": make_one(), "inputs": (torch.randn(4, 8),), "loss_fn": lambda model, out, x: (out - x).abs().mean()}
+
+
 def make_raises():
     raise RuntimeError("boom")
 
@@ -155,7 +160,16 @@ def test_dict_factory_with_its_own_loss(tiny: str) -> None:
     code, data = report("tiny_layers:make_dict", "--path", tiny)
     assert code == 0
     assert table(data) == {"tiny_layers.Good": ("eligible", "captured", None)}
-    # `Good(8)` in make_dict is a site outside any __init__: the root itself is wrapped.
+    # `Good(8)` inside make_dict's dict is no site of the plan (rewrite leaves it): nothing is wrapped
+    plan = data["plan"]
+    assert (plan["runtime"]["wrapped"], plan["layers_in_graphs"], plan["layers"]) == (0, 0, 2)
+    assert plan["outcome"] == "nothing wrapped"
+
+
+def test_the_plan_wraps_a_layer_where_its_site_built_it(tiny: str) -> None:
+    # the same class built at `return Good(8)` in make_one, a site outside any __init__: the root is wrapped
+    code, data = report("tiny_layers:make_built", "--path", tiny)
+    assert code == 0
     plan = data["plan"]
     assert (plan["runtime"]["wrapped"], plan["layers_in_graphs"], plan["layers"]) == (1, 2, 2)
     assert plan["outcome"] == "captured" and plan["runtime"]["backward_replays"] == 3  # steps 3, 4, 5

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import math
 
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 from autograph_cg.analysis.plan import Plan, WrapSite
 from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.findings import Span
+from autograph_cg.validate.births import inside, recording
 from autograph_cg.validate.outcome import Outcome, judge
 from autograph_cg.validate.passes import Diff, RunStats, Trace, compare, plan_picker, qualname, wrap_where
 
@@ -146,3 +149,90 @@ def test_a_following_run_starts_every_step_from_the_followed_parameters() -> Non
     assert compare(drifting, reference).grads > 1e-3
     assert compare(following, reference) == Diff(0.0, 0.0, True)
     assert len(reference.params) == 4 and following.params == []
+
+
+BUILT = """
+import copy
+
+import torch.nn as nn
+
+
+def stage(n):
+    return nn.Sequential(*[nn.Linear(2, 2) for _ in range(n)])
+
+
+def factory():
+    return Block()
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([stage(2), stage(1)])
+        self.extra = nn.Sequential(nn.Linear(2, 2))
+        self.made = factory()
+        self.copied = copy.deepcopy(self.made)
+        self.plain = Block()
+"""
+
+
+def _call_span(source: str, text: str) -> Span:
+    """The span the analyzer gives the call written as `text` (1-based columns)."""
+    lines = source.splitlines()
+
+    def column(line: int, byte_col: int) -> int:
+        return len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8")) + 1
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and ast.get_source_segment(source, node) == text:
+            return Span(node.lineno, column(node.lineno, node.col_offset), node.end_lineno, column(node.end_lineno, node.end_col_offset))
+    raise AssertionError(text)
+
+
+def test_builder_sites_match_the_layers_their_calls_built(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "tiny_built.py"
+    path.write_text(BUILT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("tiny_built")
+    block = qualname(module.Block)
+    sequential = WrapSite(str(path), _call_span(BUILT, "nn.Sequential(*[nn.Linear(2, 2) for _ in range(n)])"), "torch.nn.Sequential", "", "return")
+    made = WrapSite(str(path), _call_span(BUILT, "Block()"), block, "", "return")
+    plan = Plan((sequential, made), {block: Verdict(block, str(path), 1, Status.ELIGIBLE)}, ())
+    with recording() as births:
+        model = module.Net()
+    names: list[str] = []
+    wrap_where(_torch_fw(), model, plan_picker(plan, births), lambda layer, name: names.append(name) or layer)
+    # the Sequentials `stage` builds, not `extra`; the Block `factory` builds and its deep copy (no record of
+    # where it was made: any Block of a builder site), not the Block built in `__init__`
+    assert names == ["stages.0", "stages.1", "made", "copied"]
+    # without the records: a builder site matches every Block and no framework class
+    names.clear()
+    wrap_where(_torch_fw(), module.Net(), plan_picker(plan), lambda layer, name: names.append(name) or layer)
+    assert names == ["made", "copied", "plain"]
+
+
+def test_recording_restores_the_base_init_even_when_the_build_fails() -> None:
+    original = vars(nn.Module)["__init__"]
+    with pytest.raises(RuntimeError), recording() as births:
+        layer = nn.Linear(2, 2)
+        assert vars(nn.Module)["__init__"] is not original
+        raise RuntimeError("the factory failed")
+    assert vars(nn.Module)["__init__"] is original
+    assert births.of(layer) and births.of(nn.Linear(2, 2)) is None
+
+
+def test_positions_are_compared_in_characters_not_bytes(tmp_path) -> None:
+    line = 'x = ["üüüüüüüü", A(), B()]\n'
+    path = tmp_path / "wide.py"
+    path.write_text(line, encoding="utf-8")
+    b = _call_span(line, "B()")
+    a_bytes = len(line[: line.index("A()")].encode("utf-8"))  # where a frame running `A()` is, in bytes
+    assert not inside(b, (str(path), 1, a_bytes))  # read as characters, the byte offset would fall inside B()
+    assert inside(b, (str(path), 1, len(line[: line.index("B()")].encode("utf-8"))))
+    assert inside(b, (str(path), 1, None))  # Python 3.10 gives the line alone

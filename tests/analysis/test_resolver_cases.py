@@ -573,6 +573,32 @@ def net(**kwargs):
 """},
         {"nets.Net": "eligible", "nets.Unbuilt": "unknown"},
     ),
+    # `from pkg import sub` names a submodule that `pkg/__init__.py` does not bind: the module itself
+    "submodule-imports": (
+        {"ops/__init__.py": "", "ops/misc.py": CLEAN, "nets.py": """from {nn} import {Layer}
+
+from .ops import misc as misc_ops
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.block = misc_ops.Clean()
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Syncing({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.block = misc_ops.Sync()
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"nets.Net": "eligible", "nets.Syncing": "ineligible"},
+    ),
 }
 
 
@@ -583,6 +609,7 @@ def _write(root: Path, framework: str, files: dict[str, str]) -> None:
     (pkg / "__init__.py").write_text("")
     spelling = {**SPELLING[framework], "function": "PyLayer" if framework == "paddle" else "Function"}
     for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text.format(**spelling))
 
 

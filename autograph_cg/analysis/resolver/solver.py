@@ -377,6 +377,8 @@ class Solver:
         for star in facts.star_imports:
             if self._exports(star, name, set()):
                 return self._node(("global", f"{star}.{name}"))
+        if f"{module}.{name}" in self.package.modules:  # `from pkg import sub`: a submodule `pkg` does not name
+            return frozenset({("G", f"{module}.{name}")})
         if name in _BUILTIN_NAMES:
             return frozenset({("G", "builtins." + name)})
         return unknown(f"`{name}` is not defined in {module}")

@@ -13,6 +13,7 @@ from autograph_cg.cli.options import analysis_options, build_options, fail
 from autograph_cg.report.output import OutputError, open_output
 from autograph_cg.report.style import Style
 from autograph_cg.validate import Settings, TargetError, Validation, validate as run_validation
+from autograph_cg.validate.passes import NOISE_MARGIN
 from autograph_cg.validate.target import add_paths, resolve
 
 
@@ -52,7 +53,9 @@ def validate(
     source is changed): STEPS inference calls and STEPS SGD steps each, on CUDA when there is a device,
     else on the CPU stand-in; every wrapped step starts from eager's parameters of that step. Per class it prints the static verdict, what the runtime did, the largest
     differences to eager, and where the two disagree: an eligible class that failed is an analyzer bug,
-    an ineligible one that captured fine a missed opportunity.
+    an ineligible one that captured fine a missed opportunity. A second eager run measures how much eager
+    differs from itself (GPU kernels that add in another order on each run): a wrapped run matches when it
+    differs by at most --tolerance or 4 times that.
 
     Exit 0 when the planned wrapping matches eager and no eligible class failed, 1 otherwise, 2 when the
     target cannot be imported, built or run eagerly.
@@ -95,6 +98,11 @@ def write_text(v: Validation, stream: TextIO, style: Style) -> None:
     where = "CUDA graphs" if v.backend == "cuda" else "CPU stand-in graphs (they catch host syncs, not host-to-device copies)"
     stream.write(f"{v.target}: {v.framework} on {where}; {v.steps} inference calls and {v.steps} SGD steps per pass\n")
     stream.write(f"analyzed {v.package}: {v.sites} planned site(s); {len(v.classes)} of its layer classes are in the model\n\n")
+    if not v.noise.bitwise:
+        stream.write(
+            f"eager against itself: outputs {_diff(v.noise.outputs)}, gradients {_diff(v.noise.grads)} (kernels that add in "
+            f"another order on each run); a wrapped run may differ by {NOISE_MARGIN:g}x that, or {v.tolerance:g}\n\n"
+        )
     plan, (inside, total) = v.plan, v.share
     stream.write(style("Plan", "bold") + f": {plan.stats.wrapped} layer(s) wrapped, {inside} of {total} layers inside graphs\n")
     bitwise = ", bitwise" if plan.diff.bitwise else ""

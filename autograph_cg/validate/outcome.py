@@ -48,13 +48,14 @@ def _number(x: float) -> float | str:
     return x if math.isfinite(x) else "inf"
 
 
-def judge(stats: RunStats, diff: Diff, error: str | None, tolerance: float) -> PassResult:
-    """The worst thing that happened wins: an error, a failed capture, wrong numbers, then the good cases."""
+def judge(stats: RunStats, diff: Diff, error: str | None, tolerance: float, noise: Diff | None = None) -> PassResult:
+    """The worst thing that happened wins: an error, a failed capture, wrong numbers, then the good cases.
+    `noise`: how much eager differs from itself (see `Diff.within`)."""
     if error:
         return PassResult(stats, diff, Outcome.ERROR, error)
     if stats.disabled:
         return PassResult(stats, diff, Outcome.FAILED, "; ".join(stats.disabled))
-    if not diff.within(tolerance):
+    if not diff.within(tolerance, noise):
         detail = f"outputs differ by {diff.outputs:.1e}, gradients by {diff.grads:.1e} (relative)"
         return PassResult(stats, diff, Outcome.MISMATCH, detail)
     if not stats.wrapped:
@@ -115,6 +116,7 @@ class Validation:
     share: tuple[int, int]  # (layers inside graphs, all layers) in the plan pass
     plan: PassResult
     classes: tuple[ClassResult, ...]
+    noise: Diff = Diff(0.0, 0.0, True)  # a second eager run against the first
 
     @property
     def disagreements(self) -> list[ClassResult]:
@@ -136,6 +138,7 @@ class Validation:
             "steps": self.steps,
             "tolerance": self.tolerance,
             "package": self.package,
+            "eager_noise": {"outputs": _number(self.noise.outputs), "grads": _number(self.noise.grads), "bitwise": self.noise.bitwise},
             "plan": {"sites": self.sites, "layers_in_graphs": self.share[0], "layers": self.share[1], **self.plan.as_dict()},
             "classes": [c.as_dict() for c in self.classes],
             "disagreements": [

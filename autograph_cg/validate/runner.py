@@ -23,6 +23,7 @@ from autograph_cg.validate.frameworks import Framework, framework_of
 from autograph_cg.validate.outcome import ClassResult, PassResult, Validation, judge
 from autograph_cg.validate.passes import (
     FRAMEWORK_PACKAGES,
+    Diff,
     Path,
     class_picker,
     compare,
@@ -131,13 +132,18 @@ def validate(
         eager = run(fw, reference, reference.model, steps, seed, lr)
         if eager.error:
             raise TargetError(f"the model fails eagerly: {eager.error}")
+        progress("eager again: how much eager differs from itself")
+        again, _ = fresh()
+        trace = run(fw, again, again.model, steps, seed, lr, follow=eager)
+        noise = compare(trace, eager) if not trace.error else Diff(0.0, 0.0, True)
+        del again, trace
 
         def wrapped_pass(picker: Callable[[Births], Callable[[Path], bool]]) -> tuple[PassResult, tuple[int, int]]:
             subject, births = fresh()
             call, wrappers = wrap_where(fw, subject.model, picker(births), wrap)
             share = graphed_share(fw, call)
             trace = run(fw, subject, call, steps, seed, lr, follow=eager)
-            result = judge(run_stats(wrappers), compare(trace, eager), trace.error, settings.tolerance)
+            result = judge(run_stats(wrappers), compare(trace, eager), trace.error, settings.tolerance, noise)
             del subject, births, call, wrappers, trace
             gc.collect()
             return result, share
@@ -162,4 +168,5 @@ def validate(
         share=share,
         plan=plan,
         classes=tuple(classes),
+        noise=noise,
     )

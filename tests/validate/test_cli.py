@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 from tests.validate.helpers import invoke, report, table  # noqa: E402
 
 LAYERS = '''
+import numpy
 import torch
 import torch.nn as nn
 
@@ -116,6 +117,29 @@ def make_raises():
     raise RuntimeError("boom")
 
 
+class Jitter(nn.Module):
+    """Differs a little on every run, as kernels that add in another order on each run do on a GPU."""
+
+    def forward(self, x):
+        noise = numpy.random.default_rng().uniform(-1.0, 1.0, tuple(x.shape))
+        return x * (1 + 3e-3 * torch.from_numpy(noise).to(x.dtype))
+
+
+class Jittery(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.good = Good(8)
+        self.jitter = Jitter()
+
+    def forward(self, x):
+        return self.jitter(self.good(x))
+
+
+def make_jittery():
+    torch.manual_seed(0)
+    return Jittery(), (torch.randn(4, 8),)
+
+
 def make_broken():
     return Broken(), (torch.randn(2, 8),)
 '''
@@ -173,6 +197,16 @@ def test_the_plan_wraps_a_layer_where_its_site_built_it(tiny: str) -> None:
     plan = data["plan"]
     assert (plan["runtime"]["wrapped"], plan["layers_in_graphs"], plan["layers"]) == (1, 2, 2)
     assert plan["outcome"] == "captured" and plan["runtime"]["backward_replays"] == 3  # steps 3, 4, 5
+
+
+def test_differences_within_eager_own_noise_are_no_mismatch(tiny: str) -> None:
+    code, data = report("tiny_layers:make_jittery", "--path", tiny)
+    noise = data["eager_noise"]
+    assert not noise["bitwise"] and noise["outputs"] > 1e-3  # two eager runs differ beyond the tolerance
+    good = next(c for c in data["classes"] if c["class"] == "tiny_layers.Good")
+    assert good["max_rel_diff"]["outputs"] > 1e-3  # so does Good wrapped, by as much as eager from itself
+    assert (good["verdict"], good["outcome"], good["disagreement"]) == ("eligible", "captured", None)
+    assert code == 0 and "eager against itself" in invoke("tiny_layers:make_jittery", "--path", tiny).stdout
 
 
 def test_wrappers_already_in_the_model_are_validated_as_the_plan(tiny: str) -> None:

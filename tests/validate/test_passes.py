@@ -236,3 +236,11 @@ def test_positions_are_compared_in_characters_not_bytes(tmp_path) -> None:
     assert not inside(b, (str(path), 1, a_bytes))  # read as characters, the byte offset would fall inside B()
     assert inside(b, (str(path), 1, len(line[: line.index("B()")].encode("utf-8"))))
     assert inside(b, (str(path), 1, None))  # Python 3.10 gives the line alone
+
+
+def test_a_wrapped_run_may_differ_by_a_few_times_eager_own_noise_and_no_more() -> None:
+    diff = Diff(0.0, 2e-3, False)
+    assert not diff.within(1e-3)
+    assert diff.within(1e-3, Diff(0.0, 6e-4, False))  # 4x eager's own difference
+    assert not diff.within(1e-3, Diff(0.0, 4e-4, False))
+    assert not diff.within(1e-3, Diff(math.inf, math.inf, False))  # a second eager run that broke tells nothing

@@ -17,9 +17,10 @@ from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, Modu
 from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
+from autograph_cg.analysis.resolver.summaries import ITEMS
 from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
-from autograph_cg.findings import Finding, SourceError
+from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.registry import RULES
 
 MAX_REASONS = 8
@@ -342,6 +343,10 @@ class Package:
                 result.absorb(Status.UNKNOWN, [Reason((cls.name,), "AG902", "no forward method found", module.path, cls.line)], None)
             for base in external:
                 self._external_layer(base, result, None, module, cls.line, cls.name)
+            if any(fw.layer_kind(b) == "container" for b in external):  # Sequential's forward runs what it holds
+                held = self.solver.held(qual)
+                span = Span(cls.line, 1, cls.line, 1)
+                self._run(held, CallRef("self", ITEMS, span, f"{cls.name}'s own items"), module, result, cls.name)
             return result
         owner, method = found
         result.take(self._function(qual, owner, method), None)

@@ -12,8 +12,8 @@ from autograph_cg.api import Options, analyze
 from autograph_cg.config import Config
 
 SPELLING = {
-    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "F": "paddle.nn.functional", "add": "add_sublayer"},
-    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "F": "torch.nn.functional", "add": "add_module"},
+    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "F": "paddle.nn.functional", "add": "add_sublayer", "sublayer": "sublayer"},
+    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "F": "torch.nn.functional", "add": "add_module", "sublayer": "module"},
 }
 
 CLEAN = """import {fw}
@@ -598,6 +598,39 @@ class Syncing({Layer}):
         return self.block(x)
 """},
         {"nets.Net": "eligible", "nets.Syncing": "ineligible"},
+    ),
+    # a Sequential subclass without a forward of its own runs what it holds: what its constructor was given,
+    # what it added (by keywords too) and the layers it assigns to itself
+    "container-subclass-items": (
+        {"parts.py": CLEAN, "seq.py": """from {nn} import Sequential
+
+from .parts import Clean, Sync
+
+
+class Given(Sequential):
+    def __init__(self):
+        super().__init__(Clean(), Clean())
+
+
+class GivenSync(Sequential):
+    def __init__(self):
+        super().__init__(Clean(), Sync())
+
+
+class Assigned(Sequential):
+    def __init__(self):
+        super().__init__()
+        self.first = Clean()
+        self.{add}(name="second", {sublayer}=Clean())
+
+
+class AssignedSync(Sequential):
+    def __init__(self):
+        super().__init__()
+        self.first = Clean()
+        self.{add}(name="second", {sublayer}=Sync())
+"""},
+        {"seq.Given": "eligible", "seq.GivenSync": "ineligible", "seq.Assigned": "eligible", "seq.AssignedSync": "ineligible"},
     ),
 }
 

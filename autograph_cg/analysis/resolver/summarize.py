@@ -266,14 +266,22 @@ class Summarizer:
             self._bind(target.value, value, scope)  # type: ignore[attr-defined]
 
     def _store_into(self, container: ast.expr, value: Expr, scope: _Scope) -> None:
-        """`x.append(v)`, `x[k] = v`, `self.x.extend(vs)`: the container may now hold `value`'s items."""
-        if isinstance(container, ast.Name):
+        """`x.append(v)`, `x[k] = v`, `self.x.extend(vs)`: the container may now hold `value`'s items
+        (`self.append(v)`: a container layer's own items)."""
+        if isinstance(container, ast.Name) and container.id == scope.self_name:
+            scope.add(scope.self_attrs, ITEMS, value)
+        elif isinstance(container, ast.Name):
             scope.add(scope.locals, container.id, value)
         elif isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) and container.value.id == scope.self_name:
             scope.add(scope.self_attrs, container.attr, value)
 
     def _call_statement(self, call: ast.Call, scope: _Scope) -> None:
         func = call.func
+        if _is_self(func, scope) and func.attr in _REGISTER_LAYER and not call.args and len(call.keywords) == 2:  # type: ignore[attr-defined]
+            named = {k.arg: k.value for k in call.keywords}  # `self.add_sublayer(name="conv", sublayer=...)`
+            layer = named.get("sublayer", named.get("module"))
+            if "name" in named and layer is not None:
+                call = ast.copy_location(ast.Call(func=func, args=[named["name"], layer], keywords=[]), call)
         if isinstance(func, ast.Attribute) and call.args:
             method = func.attr
             owner = func.value
@@ -299,6 +307,12 @@ class Summarizer:
                 if literal is not None and method in _REGISTER_TENSOR:
                     scope.add(scope.self_attrs, literal, TENSOR)
                     return
+        if _is_super_init(func) and call.args:
+            # `super().__init__(*layers)` of a Sequential or ModuleList subclass: what it holds (read only for those)
+            expr = self._expr(call, scope)
+            if expr[0] == "call":
+                scope.add(scope.self_attrs, ITEMS, ("l", expr[2]))
+            return
         if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
             owner, name, value = call.args
             if isinstance(owner, ast.Name) and owner.id == scope.self_name:
@@ -439,3 +453,19 @@ def _key(node: ast.expr | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
+
+
+def _is_super_init(func: ast.expr) -> bool:
+    """`super().__init__` (with or without arguments to super)."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__init__"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
+
+
+def _is_self(func: ast.expr, scope: _Scope) -> bool:
+    """`self.method` (of the method's own first parameter)."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == scope.self_name

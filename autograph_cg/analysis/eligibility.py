@@ -18,7 +18,7 @@ from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.summaries import ITEMS
-from autograph_cg.analysis.resolver.values import Value
+from autograph_cg.analysis.resolver.values import Atom, Value
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.registry import RULES
@@ -344,9 +344,10 @@ class Package:
             for base in external:
                 self._external_layer(base, result, None, module, cls.line, cls.name)
             if any(fw.layer_kind(b) == "container" for b in external):  # Sequential's forward runs what it holds
-                held = self.solver.held(qual)
+                given, assigned = self.solver.held(qual)
+                held = given | {a for a in assigned if self._may_be_layer(a)}
                 span = Span(cls.line, 1, cls.line, 1)
-                self._run(held, CallRef("self", ITEMS, span, f"{cls.name}'s own items"), module, result, cls.name)
+                self._run(held, CallRef("self", ITEMS, span, f"{cls.name}'s own items"), module, result, cls.name, every=True)
             return result
         owner, method = found
         result.take(self._function(qual, owner, method), None)
@@ -487,12 +488,14 @@ class Package:
         constructs: bool = False,
         default: Callable[[], Value] | None = None,
         site: Ctx | None = None,
+        every: bool = False,
     ) -> None:
         """Absorb the verdicts of everything a call may run, given what its callee may hold.
 
         `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance.
         `default`: what the callee holds in the default configuration; what only other configurations build
-        is conditional on them (asked only when something fails)."""
+        is conditional on them (asked only when something fails). `every`: the items of a container called
+        (a Sequential runs them all): their kernels add up, where of a callee's candidates only the largest counts."""
         if default is not None and not _lone_object(value):  # a lone class or instance: the default build holds
             trial = _Result()  # it or nothing, which decides nothing, so it is not solved
             self._run(value, call, module, trial, step, constructs)
@@ -506,10 +509,11 @@ class Package:
                     result.take(other, None, "a non-default configuration builds it")
                     return
         targets = 0
-        before, most = result.kernels, 0  # one of the candidates runs: the largest counts
+        before, most = result.kernels, 0  # one of the candidates runs: the largest counts (`every`: they all run)
         for atom in sorted(value, key=repr):
             kind = atom[0]
-            result.kernels = before
+            if not every:
+                result.kernels = before
             if kind in ("G", "I"):
                 targets += 1
                 self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, site)
@@ -517,7 +521,7 @@ class Package:
                 items = self.solver.items(frozenset({atom}))
                 if items:
                     targets += 1
-                    self._run(items, call, module, result, step)
+                    self._run(items, call, module, result, step, every=True)
             elif kind == "?":
                 targets += 1
                 self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])
@@ -628,6 +632,17 @@ class Package:
             found = self.find_method(qual, name)
             if found is not None:
                 result.take(self._function("", found[0], found[1]), step)
+
+    def _may_be_layer(self, atom: Atom) -> bool:
+        """An attribute's value that a container layer holds as one of its modules: a layer, or what cannot be told."""
+        if atom[0] == "?":
+            return True
+        if atom[0] != "I":
+            return False  # classes, functions, tensors, host values and plain lists are not modules
+        qual = atom[1]
+        if qual in self.classes:
+            return self.is_layer(qual)
+        return not (qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES)
 
     def _external_layer(self, cls: str, result: _Result, call: CallRef | None, module: ModuleFacts, line: int, step: str) -> None:
         if self._declared(cls, result, module, line, step):

@@ -629,8 +629,19 @@ class AssignedSync(Sequential):
         super().__init__()
         self.first = Clean()
         self.{add}(name="second", {sublayer}=Sync())
+
+
+class Settings:
+    width = 4
+
+
+class Configured(Sequential):  # what it assigns that is no layer (a plain object, a number) is none of its modules
+    def __init__(self):
+        super().__init__(Clean())
+        self.settings = Settings()
+        self.width = 4
 """},
-        {"seq.Given": "eligible", "seq.GivenSync": "ineligible", "seq.Assigned": "eligible", "seq.AssignedSync": "ineligible"},
+        {"seq.Given": "eligible", "seq.GivenSync": "ineligible", "seq.Assigned": "eligible", "seq.AssignedSync": "ineligible", "seq.Configured": "eligible"},
     ),
 }
 
@@ -659,6 +670,37 @@ def test_resolver_case(tmp_path: Path, case: str, framework: str) -> None:
     _write(tmp_path, framework, files)
     found = _verdicts(tmp_path)
     assert {name: found.get(name) for name in expected} == expected
+
+
+STACKS = """from {nn} import {Layer}, Linear, ReLU, Sequential
+
+
+class Stacked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.seq = Sequential(Linear(4, 4), ReLU())
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+class Called({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+        self.act = ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_container_called_runs_every_item_so_their_kernels_add_up(tmp_path: Path, framework: str) -> None:
+    _write(tmp_path, framework, {"m.py": STACKS})
+    verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
+    called = verdicts["pkg.m.Called"].kernels
+    assert called >= 2 and verdicts["pkg.m.Stacked"].kernels == called
 
 
 @pytest.mark.parametrize("framework", ["paddle", "torch"])

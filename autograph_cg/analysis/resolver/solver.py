@@ -135,14 +135,14 @@ class Solver:
         """What iterating or indexing `value` gives."""
         return self._ask(("items-of", value))
 
-    def held(self, cls: str) -> Value:
-        """What a Sequential or ModuleList subclass of the package runs or iterates: what its constructor was given,
-        what it appended or added, and every attribute its methods assign (a layer assigned to self is one of its
-        modules too; host values among them run nothing)."""
+    def held(self, cls: str) -> tuple[Value, Value]:
+        """What a Sequential or ModuleList subclass of the package runs or iterates: what its constructor was given
+        or it appended or added, and what the attributes its methods assign hold (a layer assigned to self is one
+        of its modules too; the caller keeps those that may be layers)."""
         written = {a for owner in self.package.mro(cls) for a in self._written(owner)}
-        parts = [self.items(self.attribute(cls, ITEMS))] if ITEMS in written else []
-        parts.extend(self.attribute(cls, attr) for attr in sorted(written - {ITEMS}))  # DYNAMIC: `setattr` by computed names
-        return bounded(union(parts))
+        given = self.items(self.attribute(cls, ITEMS)) if ITEMS in written else EMPTY
+        assigned = union(self.attribute(cls, attr) for attr in sorted(written - {ITEMS}))  # DYNAMIC: `setattr` by computed names
+        return given, bounded(assigned)
 
     def callers(self, module: str, scope: str) -> list[tuple[str, str]]:
         """(module, scope) of every call site of the function `scope` of `module`."""

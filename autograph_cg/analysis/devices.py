@@ -8,6 +8,7 @@ unresolved calls (vendor kernels) are not the graph's. Which names and device st
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable
 
 #: Framework predicates that are false on a CUDA build.
@@ -30,6 +31,9 @@ OTHER_DEVICES = frozenset(
      "musa", "dcu", "rocm", "hip", "vulkan", "meta"}
 )  # fmt: skip
 _DEVICE_WORDS = ("device", "place", "backend")
+#: `is_torch_npu_available()`, `is_xpu_available()`: the usual name of a package's own check for another
+#: accelerator (its plugin importable, its device present), false where the graphs run
+_AVAILABLE = re.compile(r"is_(?:torch_)?(" + "|".join(sorted(OTHER_DEVICES - {"cpu", "meta"})) + r")_available")
 
 Qualify = Callable[[ast.expr], "str | None"]
 
@@ -47,6 +51,9 @@ def on_cuda(test: ast.expr, qualify: Qualify) -> bool | None:
     if isinstance(test, ast.Call):
         qual = qualify(test.func)
         if qual in NOT_ON_CUDA:
+            return False
+        name = qual.rsplit(".", 1)[-1] if qual else getattr(test.func, "id", getattr(test.func, "attr", ""))
+        if _AVAILABLE.fullmatch(name):
             return False
         if isinstance(test.func, ast.Attribute) and test.func.attr == "startswith" and test.args:
             names = _device_names(test.args[0])

@@ -283,6 +283,42 @@ class UsesOnCuda({Layer}):
 """},
         {"m.UsesEither": "ineligible", "m.UsesOnCuda": "eligible"},
     ),
+    # a package's own check for another accelerator (`is_torch_npu_available()`) is false where graphs run; a
+    # check of something else is not
+    "other-accelerator-checks": (
+        {"parts.py": CLEAN, "utils.py": """import importlib.util
+
+
+def is_torch_npu_available():
+    return importlib.util.find_spec("torch_npu") is not None
+
+
+def is_flash_available():
+    return importlib.util.find_spec("flash_kernels") is not None
+""", "m.py": """from {nn} import {Layer}
+
+from .utils import is_flash_available, is_torch_npu_available
+
+
+class Geglu({Layer}):
+    def forward(self, x):
+        if is_torch_npu_available():
+            import torch_npu
+
+            return torch_npu.npu_geglu(x)
+        return x * 2
+
+
+class Flash({Layer}):
+    def forward(self, x):
+        if is_flash_available():
+            import flash_kernels
+
+            return flash_kernels.geglu(x)
+        return x * 2
+"""},
+        {"m.Geglu": "eligible", "m.Flash": "unknown"},
+    ),
     # a local dispatch variable, and `Fn.apply(...)` of an autograd function: its forward and backward run
     "dispatch-and-autograd-functions": (
         {"m.py": """import {fw}

@@ -283,6 +283,32 @@ class UsesOnCuda({Layer}):
 """},
         {"m.UsesEither": "ineligible", "m.UsesOnCuda": "eligible"},
     ),
+    # `(x := value)` in a test binds x in the function, as an assignment does
+    "assignment-expressions": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Picks({Layer}):
+    def __init__(self, layer):
+        super().__init__()
+        self.first = layer
+
+    def chosen(self):
+        if (found := getattr(self, "first", None)) is not None:
+            return found
+        return Clean()
+
+    def forward(self, x):
+        return self.chosen()(x)
+
+
+def build():
+    return Picks(Clean()), Picks(Sync())
+"""},
+        {"m.Picks": "ineligible"},
+    ),
     # a package's own check for another accelerator (`is_torch_npu_available()`) is false where graphs run; a
     # check of something else is not
     "other-accelerator-checks": (

@@ -198,6 +198,7 @@ class Summarizer:
             self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
             self._statements(node.orelse, scope, module_level)  # type: ignore[attr-defined]
         elif kind is ast.If:
+            self._named(node.test, scope)  # type: ignore[attr-defined]
             runs = on_cuda(node.test, self._qualify_expr)  # type: ignore[attr-defined]
             condition = self.condition(node.test, scope.self_name) if runs is None else None  # type: ignore[attr-defined]
             if runs is not False:
@@ -205,6 +206,7 @@ class Summarizer:
             if runs is not True:
                 self._branch(node.orelse, condition, True, scope, module_level)  # type: ignore[attr-defined]
         elif kind is ast.While:
+            self._named(node.test, scope)  # type: ignore[attr-defined]
             self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
             self._statements(node.orelse, scope, module_level)  # type: ignore[attr-defined]
         elif kind is ast.Global:
@@ -237,6 +239,12 @@ class Summarizer:
         elif kind is ast.Match:
             for case in node.cases:  # type: ignore[attr-defined]
                 self._statements(case.body, scope, module_level)
+
+    def _named(self, node: ast.expr, scope: _Scope) -> None:
+        """`(x := value)` inside a test or a comparison binds x in the function, like an assignment."""
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.NamedExpr):
+                self._bind(inner.target, self._expr(inner.value, scope), scope)
 
     def _branch(self, body: list[ast.stmt], condition: Expr | None, negated: bool, scope: _Scope, module_level: bool) -> None:
         if condition is not None:
@@ -347,6 +355,7 @@ class Summarizer:
                 return ("key", base, key.value)  # `d["norm_layer"]`: what that key holds
             return ("i", base, self._expr(key, scope))  # `table[name]`: the name may be a known string
         if kind is ast.IfExp:
+            self._named(node.test, scope)  # type: ignore[attr-defined]
             return ("u", (self._expr(node.body, scope), self._expr(node.orelse, scope)))  # type: ignore[attr-defined]
         if kind is ast.BoolOp:
             return ("u", tuple(self._expr(v, scope) for v in node.values))  # type: ignore[attr-defined]
@@ -386,6 +395,7 @@ class Summarizer:
         if kind is ast.Lambda:
             return unknown("a lambda")
         if kind is ast.Compare or kind is ast.JoinedStr:
+            self._named(node, scope)
             return HOST
         return unknown(f"a {kind.__name__} expression")
 

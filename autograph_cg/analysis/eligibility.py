@@ -595,6 +595,8 @@ class Package:
                 found = self.find_method(atom[1], name)
                 if found is not None:
                     result.take(self._function(atom[1], found[0], found[1]), step)
+                elif atom[0] == "I" and self.solver.assigns(atom[1], name):  # `self.model.decoder(...)`: a sublayer's
+                    self._run(self.solver.attribute(atom[1], name), call, module, result, step)  # attribute, called
                 elif not self.is_layer(atom[1]) or name not in _LAYER_METHODS:
                     self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=f"no method `{name}`")
             elif atom[0] in ("G", "I"):

@@ -283,6 +283,44 @@ class UsesOnCuda({Layer}):
 """},
         {"m.UsesEither": "ineligible", "m.UsesOnCuda": "eligible"},
     ),
+    # `self.model.decoder(x)`: an attribute of a sublayer called, not a method of it
+    "sublayer-of-a-sublayer": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class CleanHolder({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.decoder = Clean()
+
+
+class SyncHolder({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.decoder = Sync()
+
+
+class OuterClean({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.model = CleanHolder()
+
+    def forward(self, x):
+        return self.model.decoder(x)
+
+
+class OuterSync({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.model = SyncHolder()
+
+    def forward(self, x):
+        return self.model.decoder(x)
+"""},
+        {"m.OuterClean": "eligible", "m.OuterSync": "ineligible"},
+    ),
     # `(x := value)` in a test binds x in the function, as an assignment does
     "assignment-expressions": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}

@@ -135,6 +135,10 @@ class Solver:
         """What iterating or indexing `value` gives."""
         return self._ask(("items-of", value))
 
+    def assigns(self, cls: str, attr: str) -> bool:
+        """Whether a method of `cls` or of a package class it inherits from assigns `self.attr`."""
+        return any(attr in self._written(owner) for owner in self.package.mro(cls))
+
     def held(self, cls: str) -> tuple[Value, Value]:
         """What a Sequential or ModuleList subclass of the package runs or iterates: what its constructor was given
         or it appended or added, and what the attributes its methods assign hold (a layer assigned to self is one

@@ -566,7 +566,7 @@ class Package:
             else:
                 result.kernels += 1  # a framework function stored or passed: one op
             return
-        if qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES:
+        if fw.is_host(qual):
             return
         if qual in self.optional:  # the default, without it installed, is the package's own fallback
             found = _Result()
@@ -644,7 +644,7 @@ class Package:
         qual = atom[1]
         if qual in self.classes:
             return self.is_layer(qual)
-        return not (qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES)
+        return not fw.is_host(qual)
 
     def _external_layer(self, cls: str, result: _Result, call: CallRef | None, module: ModuleFacts, line: int, step: str) -> None:
         if self._declared(cls, result, module, line, step):

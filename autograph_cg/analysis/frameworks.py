@@ -158,6 +158,11 @@ HOST_LIBRARIES = frozenset(
 )  # fmt: skip
 
 
+def is_host(qualname: str) -> bool:
+    """A builtin or a name of a host library: host code, never a layer."""
+    return qualname.startswith("builtins.") or root(qualname) in HOST_LIBRARIES
+
+
 #: Framework layers that launch no kernel of their own (they return their input or a view of it).
 _VIEW_LAYERS = frozenset({"Identity", "Flatten", "Unflatten", "Permute"})
 

@@ -797,7 +797,7 @@ class Solver:
                         out.add(("I", qual))
                     else:
                         out.add(("T",))
-                elif qual.startswith("builtins.") or qual.split(".", 1)[0] in fw.HOST_LIBRARIES:
+                elif fw.is_host(qual):
                     out.add(("H",))
                 elif qual.rsplit(".", 1)[-1][:1].isupper():
                     out.add(("I", qual))

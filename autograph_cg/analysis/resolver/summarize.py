@@ -73,6 +73,7 @@ class Summarizer:
         self.module = scope.module
         self.qualify: Qualify = scope.qualify_name
         self.import_bindings = scope.import_bindings
+        self.walrus = ":=" in scope.text  # no `(x := v)` to bind in most files: their tests are not walked for one
 
     def _qualify_expr(self, node: ast.expr) -> str | None:
         return dotted_name(node, self.qualify)
@@ -242,6 +243,8 @@ class Summarizer:
 
     def _named(self, node: ast.expr, scope: _Scope) -> None:
         """`(x := value)` inside a test or a comparison binds x in the function, like an assignment."""
+        if not self.walrus:
+            return
         for inner in ast.walk(node):
             if isinstance(inner, ast.NamedExpr):
                 self._bind(inner.target, self._expr(inner.value, scope), scope)
@@ -266,7 +269,7 @@ class Summarizer:
                 self._bind(element.value if isinstance(element, ast.Starred) else element, item, scope)
         elif kind is ast.Attribute:
             owner = target.value  # type: ignore[attr-defined]
-            if isinstance(owner, ast.Name) and owner.id == scope.self_name:
+            if _names_self(owner, scope):
                 scope.add(scope.self_attrs, target.attr, value)  # type: ignore[attr-defined]
         elif kind is ast.Subscript:
             self._store_into(target.value, ("d", ((None, value),)), scope)  # type: ignore[attr-defined]
@@ -276,16 +279,16 @@ class Summarizer:
     def _store_into(self, container: ast.expr, value: Expr, scope: _Scope) -> None:
         """`x.append(v)`, `x[k] = v`, `self.x.extend(vs)`: the container may now hold `value`'s items
         (`self.append(v)`: a container layer's own items)."""
-        if isinstance(container, ast.Name) and container.id == scope.self_name:
+        if _names_self(container, scope):
             scope.add(scope.self_attrs, ITEMS, value)
         elif isinstance(container, ast.Name):
             scope.add(scope.locals, container.id, value)
-        elif isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) and container.value.id == scope.self_name:
+        elif isinstance(container, ast.Attribute) and _names_self(container.value, scope):
             scope.add(scope.self_attrs, container.attr, value)
 
     def _call_statement(self, call: ast.Call, scope: _Scope) -> None:
         func = call.func
-        if _is_self(func, scope) and func.attr in _REGISTER_LAYER and not call.args and len(call.keywords) == 2:  # type: ignore[attr-defined]
+        if isinstance(func, ast.Attribute) and _names_self(func.value, scope) and func.attr in _REGISTER_LAYER and not call.args and len(call.keywords) == 2:  # type: ignore[attr-defined]
             named = {k.arg: k.value for k in call.keywords}  # `self.add_sublayer(name="conv", sublayer=...)`
             layer = named.get("sublayer", named.get("module"))
             if "name" in named and layer is not None:
@@ -299,7 +302,7 @@ class Summarizer:
             if method in _EXTENDERS:
                 self._store_into(owner, self._expr(call.args[-1], scope), scope)
                 return
-            if isinstance(owner, ast.Name) and owner.id == scope.self_name:
+            if _names_self(owner, scope):
                 name = call.args[0]
                 literal = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
                 if method in _REGISTER_LAYER and len(call.args) >= 2 and literal is not None:
@@ -323,7 +326,7 @@ class Summarizer:
             return
         if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
             owner, name, value = call.args
-            if isinstance(owner, ast.Name) and owner.id == scope.self_name:
+            if _names_self(owner, scope):
                 literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
                 scope.add(scope.self_attrs, name.value if literal else DYNAMIC, self._expr(value, scope))  # type: ignore[union-attr]
                 return
@@ -341,7 +344,7 @@ class Summarizer:
             return HOST
         if kind is ast.Attribute:
             base = node.value  # type: ignore[attr-defined]
-            if isinstance(base, ast.Name) and base.id == scope.self_name:
+            if _names_self(base, scope):
                 return ("s", node.attr)  # type: ignore[attr-defined]
             return ("a", self._expr(base, scope), node.attr)  # type: ignore[attr-defined]
         if kind is ast.Call:
@@ -476,6 +479,6 @@ def _is_super_init(func: ast.expr) -> bool:
     )
 
 
-def _is_self(func: ast.expr, scope: _Scope) -> bool:
-    """`self.method` (of the method's own first parameter)."""
-    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == scope.self_name
+def _names_self(node: ast.expr, scope: _Scope) -> bool:
+    """`self`: the method's own first parameter."""
+    return isinstance(node, ast.Name) and node.id == scope.self_name

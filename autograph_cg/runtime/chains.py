@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple
 
 from .tree import unflatten
@@ -154,7 +155,7 @@ class ChainLayer:
 
     _list: ClassVar[type]  # the framework's list of layers
 
-    def __init__(self, layers: list, forward: Callable[[list, tuple, dict], tuple]) -> None:
+    def __init__(self, layers: list, forward: Callable[[tuple, dict], tuple]) -> None:
         super().__init__()
         self.layers = self._list(layers)
         self._run = forward
@@ -168,32 +169,33 @@ class ChainLayer:
         pass  # the members' own modes count
 
     def forward(self, *args: Any, **kwargs: Any) -> tuple:
-        return self._run(list(self.layers), args, kwargs)
+        return self._run(args, kwargs)
 
 
 class Chain:
-    """A fused run: one runner over a layer that calls the members' layers in turn."""
+    """A fused run: one runner over a layer that runs the members' forwards in turn."""
 
-    def __init__(self, head: "Runner", members: list[Member]) -> None:
-        from .core import Runner
-
+    def __init__(self, head: "Runner", members: list[Member], new_runner: Callable[..., "Runner"]) -> None:
         self.members = members
         ops = head.ops
         layer = ops.chain_layer([m.runner.layer for m in members], self._forward)
         names = [m.runner.stats.name for m in members]
         name = f"run {names[0]} .. {names[-1]} ({len(members)} layers)"
-        self.runner = Runner(ops, layer, 0, head.max_graphs, head.backend, name, fuse=False)
+        options = replace(head.options, num_warmup_steps=0, fuse=False, guard=(), name=name)
+        self.runner = new_runner(ops, layer, layer.forward, options, name)
 
-    def _forward(self, layers: list, args: tuple, kwargs: dict) -> tuple:
+    def _forward(self, args: tuple, kwargs: dict) -> tuple:
+        """Each member's own forward (past its router: the run is one graph, not several)."""
         tree = self.runner.ops.tree
         head_args, _ = tree.flatten((args, kwargs))
-        out = layers[0](*args, **kwargs)
+        members = self.members
+        out = members[0].runner.plain(*args, **kwargs)
         outs = [out]
-        for layer, member in zip(layers[1:], self.members[1:]):
+        for member in members[1:]:
             prev, _ = tree.flatten(out)
             flat = [prev[i] if source == OUT else head_args[i] for source, i in member.mapping]
             a, kw = unflatten(member.entry.key.spec, flat)
-            out = layer(*a, **kw)
+            out = member.runner.plain(*a, **kw)
             outs.append(out)
         return tuple(outs)
 

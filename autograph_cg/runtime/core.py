@@ -8,18 +8,21 @@ Docs: docs/runtime.md.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from . import chains, settings
+from . import chains, guards, settings
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
+from .ops import Graph, Ops
 from .pools import PoolLedger, ledger_for
 from .stats import LayerStats
-from .tree import Tree, UnsupportedArgument, unflatten
+from .tree import UnsupportedArgument, unflatten
+
+if TYPE_CHECKING:
+    from .graphed import Settings
 
 
 class _CaptureDepth(threading.local):
@@ -37,85 +40,6 @@ def _capturing() -> Iterator[None]:
         yield
     finally:
         _CAPTURE.depth -= 1
-
-
-class Graph(Protocol):
-    """One captured graph. ``outputs`` are its static outputs; ``live_outputs`` carry the autograd
-    history the backward graph differentiates (the same tensors for a real graph)."""
-
-    outputs: list
-
-    def capture(self, fn: Callable[[], list]) -> list: ...
-    def replay(self) -> None: ...
-    @property
-    def live_outputs(self) -> list: ...
-
-
-class DeviceGraph:
-    """What the PyTorch and Paddle CUDA graphs share: replay the captured graph; outputs are their own history."""
-
-    _graph: Any
-    outputs: list
-
-    def replay(self) -> None:
-        self._graph.replay()
-
-    @property
-    def live_outputs(self) -> list:
-        return self.outputs
-
-
-class Ops(Protocol):
-    """What the core needs from a framework. Both adapters implement every method."""
-
-    name: str
-    tree: Tree  # what a tensor is, which leaves are constants, the framework's container registry
-
-    def meta(self, t: Any) -> tuple: ...
-    def context(self) -> tuple: ...  # starts with whether grad mode is on
-    def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
-    def requires_grad(self, t: Any) -> bool: ...
-    def grad_mode(self, enabled: bool) -> ContextManager: ...
-    def capture_context(self) -> ContextManager: ...
-    def layer_context(self) -> ContextManager: ...  # every run of the wrapped layer and its backward but replays
-    def data_ptr(self, t: Any) -> int: ...
-    def versions(self, ts: Sequence[Any]) -> list: ...  # version counters (in-place changes)
-    def device(self, t: Any) -> Any: ...
-    def input_reason(self, t: Any, backend: str) -> str | None: ...
-    def make_static(self, t: Any, requires_grad: bool) -> Any: ...
-    def writer(self, t: Any) -> Any: ...
-    def bind(self, layer: Any, params: list) -> tuple[list, Callable[[tuple, dict], Any]]: ...
-    def copy_(self, dst: Any, src: Any) -> None: ...
-    def clone(self, t: Any) -> Any: ...
-    def zero_(self, t: Any) -> None: ...
-    def zeros_like(self, t: Any) -> Any: ...
-    def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
-    def backward_into(
-        self, outputs: list, grad_outputs: list, leaves: list, take: Callable[[int, Any], None], retain: bool
-    ) -> None: ...  # hands take(k, grad) each leaf's gradient once complete; none for unused leaves
-    def foreach_copy_(self, dsts: list, srcs: list) -> None: ...
-    def flat_views(self, params: list) -> tuple[list, list]: ...
-    def grad_of(self, p: Any) -> Any: ...
-    def set_grads(self, params: list, grads: list) -> None: ...
-    def is_same(self, a: Any, b: Any) -> bool: ...
-    def equal(self, a: Any, b: Any) -> bool: ...  # same values (syncs the host: never in a capture)
-    def held_elsewhere(self, flats: list, views: list, idx: Sequence[int]) -> bool: ...
-    def foreach_add_(self, dsts: list, srcs: list) -> None: ...
-    def foreach_zero_(self, ts: list) -> None: ...
-    def rng_state(self, device: Any) -> Any: ...
-    def set_rng_state(self, state: Any, device: Any) -> None: ...
-    def hooks_reason(self, layer: Any) -> str | None: ...
-    def engine_reason(self, layer: Any) -> str | None: ...  # a parallel engine a graph can't run under
-    def listened(self, params: list) -> bool: ...  # hooks wait on these parameters' gradient accumulation
-    def distributed(self) -> bool: ...  # a process group exists: its reducers wait on every accumulation
-    def prerequisites_reason(self, backend: str, device: Any) -> str | None: ...
-    def new_pool(self, backend: str, device: Any) -> Any: ...
-    def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
-    def capture_stream(self, backend: str, device: Any) -> ContextManager: ...
-    def anchor(self, device: Any) -> Any: ...
-    def chain_layer(self, layers: list, forward: Callable[[list, tuple, dict], tuple]) -> Any: ...
-    def grad_hooks(self, t: Any) -> bool: ...  # a hook or retain_grad on the tensor
-    def apply(self, runner: "Runner", slot: "Slot", anchor: Any, tensors: list) -> list: ...
 
 
 @dataclass(eq=False)
@@ -196,13 +120,6 @@ def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
     return in_grads + [None] * ctx.routed
 
 
-def _rebuild_runner(
-    ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str, fuse: bool
-) -> "Runner":
-    adapter = importlib.import_module(f"{__package__}.{ops_name}_adapter")
-    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name, fuse=fuse)
-
-
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
@@ -217,26 +134,18 @@ def _check_rebuilds(spec: tuple, flat: list) -> None:
 
 
 class Runner:
-    """The state machine behind one CUDAGraphedLayer: per key, warm up, capture, replay, or run eagerly."""
+    """The state machine behind one wrapped layer: per key, warm up, capture, replay, or run eagerly.
 
-    def __init__(
-        self,
-        ops: Ops,
-        layer: Any,
-        num_warmup_steps: int,
-        max_graphs: int,
-        backend: str,
-        name: str,
-        fuse: bool = True,
-    ) -> None:
-        if num_warmup_steps < 0:
-            raise ValueError("num_warmup_steps must be >= 0")
-        if max_graphs < 1:
-            raise ValueError("max_graphs must be >= 1")
-        self.ops, self.layer = ops, layer
+    ``layer`` is what owns the parameters and buffers; ``plain(args, kwargs)`` runs its forward
+    without the runtime (for a wrapped layer, the original forward past the router)."""
+
+    def __init__(self, ops: Ops, layer: Any, plain: Callable[..., Any], options: Settings, name: str) -> None:
+        self.ops, self.layer, self.plain = ops, layer, plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
-        self.num_warmup_steps, self.max_graphs = num_warmup_steps, max_graphs
-        self.backend = backend
+        self.options = options
+        self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
+        self.backend = options.backend
+        self.guard = guards.Guard(plain, options.guard) if options.guard else None
         self.stats = LayerStats(name)
         self.entries: dict[GraphKey, Entry] = {}
         self.graph_count = 0
@@ -249,18 +158,11 @@ class Runner:
         self._anchor: Any = None
         # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
         # which call followed each entry's replays, the fused runs it heads, how often each broke.
-        self.fuse = fuse
+        self.fuse = options.fuse
         self.edges: dict[Entry, chains.Edge] = {}
         self.chains: dict[Entry, chains.Chain] = {}
         self.chain_breaks: dict[Entry, int] = {}
         self.no_fuse: set[Entry] = set()
-
-    def __reduce__(self) -> tuple:
-        # Copies and pickles carry the settings and the layer, never graphs: a copy captures anew.
-        args = (
-            self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name, self.fuse
-        )
-        return (_rebuild_runner, args)
 
     def training(self) -> Any:
         return getattr(self.layer, "training", False)
@@ -272,7 +174,7 @@ class Runner:
         if _CAPTURE.depth or (outer is not None and outer.stats.disabled_reason is None):
             # inside another wrapped layer (or its capture): part of its graph, unless that one runs eagerly
             self.stats.nested_calls += 1
-            return self.layer(*args, **kwargs)
+            return self.plain(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
             chains.TRACK.pending = None
@@ -285,6 +187,11 @@ class Runner:
             out = track.pending.take(self, args, kwargs)
             if out is not chains.MISS:
                 return out
+        if self.guard is not None:
+            why = self.guard.failure(args, kwargs)
+            if why:
+                track.last = None
+                return self._eager(args, kwargs, why)
         try:
             tensors, spec = ops.tree.flatten_call(args, kwargs)
         except UnsupportedArgument as err:
@@ -351,7 +258,7 @@ class Runner:
         members = chains.members_from(self, entry)
         if len(members) < 2:
             return None
-        chain = self.chains[entry] = chains.Chain(self, members)
+        chain = self.chains[entry] = chains.Chain(self, members, Runner)
         for member in members:  # their own graphs give way to the run's (memory); a broken run recaptures
             member.runner._drop_entry(member.entry)
         settings.debug("%s fuses %s", self.stats.name, chain.runner.stats.name)
@@ -364,7 +271,7 @@ class Runner:
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
         with self.ops.layer_context():
-            return self.layer(*args, **kwargs)
+            return self.plain(*args, **kwargs)
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -483,7 +390,7 @@ class Runner:
         state = self._save_state(device, with_grads=backend == "standin")
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
-            leaves, call = ops.bind(self.layer, params)
+            leaves, call = ops.bind(self.layer, self.plain, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
             with ops.capture_context(), ops.layer_context(), _capturing():
                 probe = self._probe(run_layer, static, leaves, train)

@@ -8,7 +8,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .core import Ops
+    from .ops import Ops
 
 
 _ADD: tuple = ([], [], False)  # the adding graph, nothing to zero or adopt

@@ -13,9 +13,10 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
+from . import graphed
 from .chains import ChainLayer
-from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
-from .layer import CUDAGraphedLayer, GraphedLayerBase
+from .core import Runner, Slot, replay_backward, replay_forward
+from .ops import DeviceGraph
 from .parallel import paddle_reason
 from .standin import StandInGraph
 from .tree import Tree
@@ -120,8 +121,8 @@ class PaddleOps:
         return t
 
     @staticmethod
-    def bind(layer: paddle.nn.Layer, params: list) -> tuple[list, Any]:
-        return params, lambda args, kwargs: layer(*args, **kwargs)
+    def bind(layer: paddle.nn.Layer, plain: Any, params: list) -> tuple[list, Any]:
+        return params, lambda args, kwargs: plain(*args, **kwargs)
 
     @staticmethod
     def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
@@ -218,10 +219,11 @@ class PaddleOps:
 
     @staticmethod
     def hooks_reason(layer: paddle.nn.Layer) -> str | None:
-        for name, sub in [("", layer), *layer.named_sublayers()]:
+        # The layer's own hooks run around its forward, outside the graph; its sublayers' would not.
+        for name, sub in layer.named_sublayers():
             for attr in ("_forward_pre_hooks", "_forward_post_hooks"):
                 if getattr(sub, attr, None):
-                    return f"layer hooks on {name or 'the layer'} ({attr}) would run only at capture"
+                    return f"layer hooks on {name} ({attr}) would run only at capture"
         return None
 
     engine_reason = staticmethod(paddle_reason)
@@ -299,20 +301,19 @@ class _GraphedCall(PyLayer):
         return (None, *replay_backward(ctx, grads))
 
 
-class PaddleGraphedLayer(GraphedLayerBase, paddle.nn.Layer):
-    """``CUDAGraphedLayer`` for a ``paddle.nn.Layer``: a real layer whose ``state_dict`` keys are the
-    wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
+class PaddleAdapter(graphed.Adapter):
+    """The wrapper's Paddle side."""
 
-    _ops = PaddleOps()
-    _children = "_sub_layers"
+    ops = PaddleOps()
+    layer_base = paddle.nn.Layer
 
-    # state_dict / set_state_dict / to_static_state_dict all go through these two.
-    def _state_dict_impl(self, *args: Any, **kwargs: Any) -> Any:
-        return self.layer._state_dict_impl(*args, **kwargs)
-
-    def _obtain_parameters_buffers(self, *args: Any, **kwargs: Any) -> Any:
-        return self.layer._obtain_parameters_buffers(*args, **kwargs)
+    @staticmethod
+    def bypass() -> bool:
+        # paddle.jit.to_static (its AST and its bytecode translators) sees the original forward.
+        return _to_static() or _sot() or not _dygraph()
 
 
-_OPS = PaddleGraphedLayer._ops
-CUDAGraphedLayer.register(PaddleGraphedLayer)
+_to_static = paddle.base.dygraph.base.in_to_static_mode
+_sot = paddle.base.dygraph.base.in_sot_simulation_mode
+_dygraph = paddle.base.framework.in_dygraph_mode
+ADAPTER = PaddleAdapter()

@@ -14,11 +14,13 @@ from typing import Any, ContextManager, Iterator, Sequence
 import torch
 import torch._functorch.config
 from torch.autograd.function import once_differentiable
+from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree
 
+from . import graphed
 from .chains import ChainLayer
-from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
-from .layer import CUDAGraphedLayer, GraphedLayerBase
+from .core import Runner, Slot, replay_backward, replay_forward
+from .ops import DeviceGraph
 from .parallel import torch_reason
 from .standin import StandInGraph
 from .tree import Tree
@@ -269,12 +271,12 @@ class TorchOps:
         return _alias(t)
 
     @staticmethod
-    def bind(layer: torch.nn.Module, params: list) -> tuple[list, Any]:
+    def bind(layer: torch.nn.Module, plain: Any, params: list) -> tuple[list, Any]:
         """Leaves that share the parameters' memory stand in for them inside the graph: its autograd
         graph then holds no AccumulateGrad node of the real parameters (a node made on another stream
         breaks the capture) and keeps working when the optimizer bumps their version counters."""
         if not params:
-            return [], lambda args, kwargs: layer(*args, **kwargs)
+            return [], lambda args, kwargs: plain(*args, **kwargs)
         index = {id(p): j for j, p in enumerate(params)}
         # Parameters (of the alias, with the alias's version counter): compiled code guards on the type.
         leaves = [torch.nn.Parameter(_alias(p)) for p in params]
@@ -283,7 +285,14 @@ class TorchOps:
             for name, p in layer.named_parameters(remove_duplicate=False)
             if id(p) in index
         }
-        return leaves, lambda args, kwargs: torch.func.functional_call(layer, mapping, args, kwargs)
+
+        def call(args: tuple, kwargs: dict) -> Any:
+            # torch.func.functional_call's own swap, around the forward alone: the layer's hooks
+            # run outside the graph, in its __call__, as they do unwrapped.
+            with _reparametrize_module(layer, mapping):
+                return plain(*args, **kwargs)
+
+        return leaves, call
 
     @staticmethod
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
@@ -374,6 +383,8 @@ class TorchOps:
             if getattr(nn_module, name, None):
                 return f"global module hooks ({name}) would run only at capture"
         for name, m in layer.named_modules():
+            if m is layer:  # the layer's own hooks run around its forward, outside the graph
+                continue
             for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
                 if getattr(m, attr, None):
                     return f"module hooks on {name or 'the layer'} ({attr}) would run only at capture"
@@ -493,42 +504,43 @@ _functorch_active = torch._C._are_functorch_transforms_active
 _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
-class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):
-    """``CUDAGraphedLayer`` for a ``torch.nn.Module``: a real module whose ``state_dict`` keys are the
-    wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
-
-    _ops = TorchOps()
-    _children = "_modules"
-    _is_replica = False  # torch.nn.DataParallel's copies of the module set it
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if self._is_replica:
-            # A copy that torch.nn.DataParallel made for one device and runs in a thread: its layer is
-            # another copy, and the graphs (and the runner) are the original's.
-            stats = self._runner.stats
-            stats.eager_calls += 1
-            stats.fallback("a torch.nn.DataParallel replica (a copy of the layer, run in a thread)")
-            return self._modules["layer"](*args, **kwargs)
-        return self._runner(args, kwargs)
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any
-        registration), without walking every submodule on every step: for a whole model that walk
-        is a large share of a graphed step's host time."""
-        if not set_to_none:
-            super().zero_grad(set_to_none)
-            return
-        for p in self._runner._read_parameters():
-            p.grad = None
-
-    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
-        return self.layer.state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
-
-    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
-        for key in [k for k in state_dict if k.startswith(prefix)]:
-            state_dict[f"{prefix}layer.{key[len(prefix):]}"] = state_dict.pop(key)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+_tracing_state = torch._C._get_tracing_state
+_fx = torch.fx._symbolic_trace
+_fx_tracing = getattr(_fx, "is_fx_symbolic_tracing", None) or _fx.is_fx_tracing
+_compiling = torch.compiler.is_compiling
 
 
-_OPS = TorchGraphedLayer._ops
-CUDAGraphedLayer.register(TorchGraphedLayer)
+class TorchAdapter(graphed.Adapter):
+    """The wrapper's PyTorch side."""
+
+    ops = TorchOps()
+    layer_base = torch.nn.Module
+
+    @staticmethod
+    def bypass() -> bool:
+        # torch.compile, torch.export, torch.jit.trace and torch.fx trace the original forward.
+        return _compiling() or _tracing_state() is not None or _fx_tracing()
+
+    @staticmethod
+    def is_replica(layer: torch.nn.Module) -> bool:
+        return bool(layer.__dict__.get("_is_replica"))  # set on torch.nn.DataParallel's copies
+
+    def class_methods(self, cls: type) -> dict[str, Any]:
+        if cls.zero_grad is not torch.nn.Module.zero_grad:
+            return {}
+        return {"zero_grad": _zero_grad}
+
+
+def _zero_grad(self: torch.nn.Module, set_to_none: bool = True) -> None:
+    """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any
+    registration), without walking every submodule on every step: for a whole model that walk
+    is a large share of a graphed step's host time."""
+    state = graphed.state_of(self)
+    if not set_to_none or state is None or not state.serves(self) or state.runner is None:
+        torch.nn.Module.zero_grad(self, set_to_none)
+        return
+    for p in state.runner._read_parameters():
+        p.grad = None
+
+
+ADAPTER = TorchAdapter()

@@ -176,3 +176,10 @@ def assert_all_close(got: list, want: list, atol: float, what: str) -> None:
     assert len(got) == len(want), f"{what}: {len(got)} vs {len(want)}"
     for i, (a, b) in enumerate(zip(got, want)):
         assert close(a, b, atol), f"{what}[{i}] differs: {a} vs {b}"
+
+
+def runner_of(layer: Any) -> Any:
+    """The runtime's state machine behind a wrapped layer (tests look inside it)."""
+    from autograph_cg.runtime.graphed import state_of
+
+    return state_of(layer).runner

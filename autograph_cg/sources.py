@@ -184,11 +184,11 @@ def gather(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: bool 
     return Request(sources, frozenset(s.path for s in named), errors)
 
 
-def decode(data: bytes) -> str:
-    """Source bytes to text as Python reads them (BOM, PEP 263 declaration); UnicodeDecodeError/SyntaxError if bad."""
+def encoding_of(data: bytes) -> str:
+    """The encoding Python reads source bytes in: UTF-8 after a byte-order mark, else a PEP 263 declaration on the
+    first two lines, else UTF-8. SyntaxError for a declared encoding Python does not know."""
     if data.startswith(codecs.BOM_UTF8):
-        return data[3:].decode("utf-8")
-    encoding = "utf-8"
+        return "utf-8"
     for line in data.split(b"\n", 2)[:2]:
         match = _CODING.match(line)
         if match:
@@ -197,10 +197,16 @@ def decode(data: bytes) -> str:
                 codecs.lookup(encoding)
             except LookupError:
                 raise SyntaxError(f"unknown encoding: {encoding}") from None
-            break
+            return encoding
         if line.strip() and not line.lstrip().startswith(b"#"):
             break
-    return data.decode(encoding)
+    return "utf-8"
+
+
+def decode(data: bytes) -> str:
+    """Source bytes to text as Python reads them (BOM, PEP 263 declaration); UnicodeDecodeError/SyntaxError if bad."""
+    encoding = encoding_of(data)
+    return (data[3:] if data.startswith(codecs.BOM_UTF8) else data).decode(encoding)
 
 
 def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:

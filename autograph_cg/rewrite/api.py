@@ -23,8 +23,9 @@ from autograph_cg.findings import SourceError
 from autograph_cg.rewrite import atomic
 from autograph_cg.rewrite.imports import ImportConflict, add_import, has_runtime_import, remove_import
 from autograph_cg.rewrite.results import FileResult, RewriteReport, Status
-from autograph_cg.rewrite.safety import Loaded, Unsafe, check_equivalent, load
+from autograph_cg.rewrite.safety import Unsafe, check_equivalent
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings
+from autograph_cg.rewrite.source import Source, load
 from autograph_cg.rewrite.transform import Counts, unwrap_all, wrap_sites
 from autograph_cg.sources import decode
 
@@ -41,8 +42,8 @@ class SourceEdit:
 
 def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSettings = WrapSettings()) -> SourceEdit:
     """Wrap `sites` in one file's bytes; raises Unsafe when the file must be left alone."""
-    loaded = load(data)
-    module, counts = wrap_sites(loaded, sites, settings)
+    source = load(data)
+    texts, counts = wrap_sites(source, sites, settings)
     if counts.missing:
         s = counts.missing[0]
         raise Unsafe(
@@ -50,39 +51,48 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
             f"no call at {s.span.line}:{s.span.col} for {s.wrapped_class} (file changed since it was analyzed?)",
         )
     if not counts.changed:
-        return SourceEdit(data, 0, counts.kept, loaded.text)
+        return SourceEdit(data, 0, counts.kept, source.text)
     try:
-        present = has_runtime_import(loaded.module, loaded.text)
+        present = has_runtime_import(source)
     except ImportConflict as exc:
         raise Unsafe("conflict", str(exc)) from None
-    if not present:
-        module = add_import(module)
-    new = module.bytes
-    # Undo from the new bytes, re-parsed as a later run would read them, must give back what undo of the
-    # original gives: the original itself when it held no wrappers. Equal bytes need no AST check.
-    baseline = _unwrapped(loaded)[0] if _WRAPPER_BYTES in data else data
-    check_equivalent(loaded.tree, new, counts.changed, 0 if present else 1)
-    if _unwrapped(load(new))[0] != baseline:
+    if not present:  # wrapping only adds wrappers: a statement whose text changed uses the wrapper now
+        texts = add_import(source, texts, {i for i, t in enumerate(texts) if t != source.statements[i].text})
+    new = source.code(texts)
+    # Undo from the new bytes, read as a later run would read them, must give back what undo of the original
+    # gives: the original itself when it held no wrappers. Equal bytes need no AST check.
+    baseline = _unwrapped(source)[0] if _WRAPPER_BYTES in data else data
+    result = _reread(new)
+    check_equivalent(source, result, counts.changed, 0 if present else 1)
+    if _unwrapped(result)[0] != baseline:
         raise Unsafe("unsafe", "undo would not restore this file exactly")
-    return SourceEdit(new, counts.changed, counts.kept, loaded.text)
+    return SourceEdit(new, counts.changed, counts.kept, source.text)
 
 
-def _unwrapped(loaded: Loaded) -> tuple[bytes, Counts, bool]:
+def _reread(new: bytes) -> Source:
+    """The edited bytes read afresh, as a later run reads them."""
+    try:
+        return load(new)
+    except Unsafe as exc:
+        raise Unsafe("unsafe", f"the rewritten source does not read back: {exc}") from None
+
+
+def _unwrapped(source: Source) -> tuple[bytes, Counts, bool]:
     """The source without rewrite's wrappers and import, the counts, and whether the import went."""
-    module, counts = unwrap_all(loaded)
-    module, removed = remove_import(module)
-    return module.bytes, counts, removed
+    texts, counts = unwrap_all(source)
+    texts, removed = remove_import(source, texts)
+    return source.code(texts), counts, removed
 
 
 def undo_source(data: bytes) -> SourceEdit:
     """Take off rewrite's wrappers and its import; raises Unsafe when the file must be left alone."""
     if _WRAPPER_BYTES not in data:
         return SourceEdit(data, 0, 0, "")
-    loaded = load(data)
-    new, counts, removed = _unwrapped(loaded)
+    source = load(data)
+    new, counts, removed = _unwrapped(source)
     if new != data:
-        check_equivalent(loaded.tree, new, -counts.changed, -int(removed))
-    return SourceEdit(new, counts.changed, counts.kept, loaded.text)
+        check_equivalent(source, _reread(new), -counts.changed, -int(removed))
+    return SourceEdit(new, counts.changed, counts.kept, source.text)
 
 
 def unified_diff(path: str, edit: SourceEdit) -> str:

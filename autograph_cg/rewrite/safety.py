@@ -1,20 +1,20 @@
 """Black-style safe mode: refuse a file we cannot reproduce exactly, and refuse an edit that changes more than it should.
 
-`load` decodes, parses with Python and with libcst, and requires libcst to give back the very same bytes
-(libcst is not lossless on every file). `check_equivalent` compares Python ASTs after taking off every
-wrapper of rewrite's shape and every runtime import: they must be equal, and the number of wrappers and
-imports taken off must differ by exactly the intended amount.
+A statement libcst is to edit must come back from libcst byte for byte (`source.Source.parse`; libcst is not
+lossless on every file). `check_equivalent` compares Python ASTs after taking off every wrapper of rewrite's
+shape and every top-level runtime import: they must be equal, and the number of wrappers and imports taken off
+must differ by exactly the intended amount.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any
 
 from autograph_cg.rewrite.shape import ast_is_runtime_import, ast_wrapped_call
-from autograph_cg.sources import decode, parse
+
+if TYPE_CHECKING:
+    from autograph_cg.rewrite.source import Source, Statement
 
 
 class Unsafe(Exception):
@@ -25,76 +25,60 @@ class Unsafe(Exception):
         self.kind = kind
 
 
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    module: cst.Module
-    text: str
-    tree: ast.Module
-
-
-def load(data: bytes) -> Loaded:
-    """Decode and parse `data`; raise Unsafe when it cannot be rewritten byte-for-byte."""
-    try:
-        text = decode(data)
-    except (SyntaxError, UnicodeDecodeError) as exc:
-        raise Unsafe("undecodable", f"cannot decode: {exc}") from None
-    try:
-        tree = parse(data)
-    except (SyntaxError, ValueError) as exc:
-        where = f"line {exc.lineno}: " if isinstance(exc, SyntaxError) and exc.lineno else ""
-        raise Unsafe("syntax-error", f"syntax error: {where}{getattr(exc, 'msg', exc)}") from None
-    try:
-        module = cst.parse_module(data)
-        exact = module.bytes == data
-    except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
-        raise Unsafe("not-reproducible", f"libcst cannot parse it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-    if not exact:
-        raise Unsafe("not-reproducible", "libcst cannot reproduce it byte-for-byte")
-    return Loaded(module, text, tree)
-
-
-class _Strip(ast.NodeTransformer):
-    def __init__(self) -> None:
-        self.wrappers = 0
-        self.imports = 0
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        inner = ast_wrapped_call(node)
-        if inner is None:
-            return node
-        self.wrappers += 1
-        return inner
-
-    def visit_Module(self, node: ast.Module) -> ast.AST:
-        self.generic_visit(node)
-        kept = [s for s in node.body if not ast_is_runtime_import(s)]
-        self.imports += len(node.body) - len(kept)
-        node.body = kept
+def _shape(node: Any, wrappers: list[int]) -> Any:
+    """`node` as comparable data (fields, not positions), rewrite's wrappers taken off and counted in `wrappers`."""
+    if isinstance(node, list):
+        return [_shape(item, wrappers) for item in node]
+    if not isinstance(node, ast.AST):
         return node
+    if isinstance(node, ast.Call):
+        inner = ast_wrapped_call(node)
+        if inner is not None:
+            wrappers[0] += 1
+            return _shape(inner, wrappers)
+    if isinstance(node, ast.Constant):  # 1, 1.0 and True are equal as values, not as code
+        return ("Constant", type(node.value), node.value, node.kind)
+    return (type(node).__name__, *(_shape(getattr(node, name, None), wrappers) for name in node._fields))
 
 
-def _stripped(tree: ast.Module) -> tuple[str, int, int]:
-    strip = _Strip()
-    dump = ast.dump(strip.visit(tree))
-    return dump, strip.wrappers, strip.imports
+def check_equivalent(old: Source, new: Source, wrappers: int, imports: int) -> None:
+    """Raise Unsafe unless `new` is `old` plus `wrappers` wrappers and `imports` runtime imports (negative: minus).
 
-
-def check_equivalent(old: ast.Module, new_data: bytes, wrappers: int, imports: int) -> None:
-    """Raise Unsafe unless `new_data` is `old` plus `wrappers` wrappers and `imports` runtime imports (negative: minus).
-
-    `old` is stripped in place: pass a tree nothing else needs afterwards.
-    """
-    try:
-        new = parse(new_data)
-    except (SyntaxError, ValueError) as exc:
-        raise Unsafe("unsafe", f"the rewritten source does not parse: {exc}") from None
-    old_dump, old_w, old_i = _stripped(old)
-    new_dump, new_w, new_i = _stripped(new)
-    if old_dump != new_dump:
+    Both are read from their own parse of the whole file. Statements are paired in order, top-level runtime imports
+    set aside; a pair with the same text holds the same code and is not compared further, and two classes with the
+    same header and trailing comments are compared statement by statement of their bodies."""
+    sides: list[list[Statement]] = []
+    counted = []
+    for source in (old, new):
+        kept = [st for st in source.statements if not (len(st.nodes) == 1 and ast_is_runtime_import(st.nodes[0]))]
+        loose = [n for st in kept for n in st.nodes if ast_is_runtime_import(n)]  # one of several on its line
+        sides.append(kept)
+        counted.append(len(source.statements) - len(kept) + len(loose))
+    old_w, new_w = [0], [0]
+    if not _same(old, sides[0], new, sides[1], old_w, new_w):
         raise Unsafe("unsafe", "the rewritten source differs from the original beyond the wrappers and the import")
-    if (new_w - old_w, new_i - old_i) != (wrappers, imports):
+    if (new_w[0] - old_w[0], counted[1] - counted[0]) != (wrappers, imports):
         raise Unsafe(
             "unsafe",
-            f"expected {wrappers:+d} wrappers and {imports:+d} imports, found {new_w - old_w:+d} and {new_i - old_i:+d}"
+            f"expected {wrappers:+d} wrappers and {imports:+d} imports, found {new_w[0] - old_w[0]:+d} and {counted[1] - counted[0]:+d}",
         )
+
+
+def _same(old: Source, olds: list[Statement], new: Source, news: list[Statement], old_w: list[int], new_w: list[int]) -> bool:
+    """Whether two runs of statements hold the same code once wrappers are taken off (counted) and runtime imports
+    of a line of several left out."""
+    if len(olds) != len(news):
+        return False
+    for a, b in zip(olds, news):
+        if a.text == b.text:
+            continue
+        body_a, body_b = (old.body(a), new.body(b)) if not a.owner else (None, None)
+        if body_a is not None and body_b is not None and (body_a.head, body_a.tail) == (body_b.head, body_b.tail):
+            if not _same(old, list(body_a.members), new, list(body_b.members), old_w, new_w):
+                return False
+            continue
+        nodes_a = [n for n in a.nodes if a.owner or not ast_is_runtime_import(n)]
+        nodes_b = [n for n in b.nodes if b.owner or not ast_is_runtime_import(n)]
+        if _shape(nodes_a, old_w) != _shape(nodes_b, new_w):
+            return False
+    return True

@@ -1,9 +1,9 @@
 """The libcst edits: wrap the planned constructor calls, or take rewrite's wrappers off again.
 
-Only the top-level statements that hold a site (or, for undo, the wrapper's name) are visited: each is
-lifted into a one-statement module, edited there and put back, which spares the position pass and the
-transform over the rest of a large file. Sites are found by exact position: libcst's `PositionProvider`
-range of a call (parentheses excluded) equals the plan's span shifted to 0-based columns.
+Only the top-level statements that hold a site (or, for undo, the wrapper's name) are parsed by libcst, each
+alone (`source.Source.parse`), edited there and given back as new text; the rest of the file is never parsed,
+positioned or printed by libcst. Sites are found by exact position: libcst's `PositionProvider` range of a call
+(parentheses excluded) equals the plan's span shifted to 0-based columns.
 `# autograph-cg: skip` on the statement, on an enclosing class or on the class being constructed keeps
 a site as it is, in both directions.
 """
@@ -11,7 +11,6 @@ a site as it is, in both directions.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -21,10 +20,8 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
-from autograph_cg.rewrite.safety import Loaded
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_wrapped_call, unwrap
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
+from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement
 
 Key = tuple[int, int, int, int]
 Positions = Mapping[cst.CSTNode, CodeRange]
@@ -57,12 +54,14 @@ class _Context:
     skipped_classes: frozenset[str]  # classes of this file under the pragma, by name
 
 
-def _context(loaded: Loaded) -> _Context:
-    if "autograph-cg:" not in loaded.text:
+def _context(source: Source) -> _Context:
+    if "autograph-cg:" not in source.text:
         return _Context(Suppressions(), frozenset())
-    marks = scan(_LINE_BREAK.split(loaded.text))
+    marks = scan(LINE_BREAK.split(source.text))
+    if not marks.skips:  # `ignore` marks only (or the marker of rewrite's import): nothing is kept as it is
+        return _Context(marks, frozenset())
     classes = set()
-    for node in ast.walk(loaded.tree):
+    for node in ast.walk(source.tree):
         if isinstance(node, ast.ClassDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             # The decorators, the `class` line and the rest of the header, up to the first body statement.
@@ -126,6 +125,13 @@ class _Wrap(_Scoped):
         self.seen = seen  # shared by the statements of one file, to find sites that match no call
         self.settings = settings
         self.inside_wrapper: set[int] = set()
+        self.lines = sorted({key[0] for key in todo})
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Nodes that span no site's first line hold no site: their children are left unvisited (and unrebuilt)."""
+        descend = super().on_visit(node)
+        r = self.call_positions.get(node)
+        return descend and (r is None or any(r.start.line + self.offset <= n <= r.end.line + self.offset for n in self.lines))
 
     def visit_Call(self, node: cst.Call) -> None:
         inner = cst_wrapped_call(node)
@@ -163,35 +169,45 @@ class _Unwrap(_Scoped):
         return unwrap(updated_node, inner)
 
 
+#: Whether a piece of a file has work for an edit: (its text, its first line, its last line).
+Wanted = Callable[[str, int, int], bool]
+
+
 def _edit_statements(
-    module: cst.Module,
-    wanted: Callable[[int, int, str], bool],
-    make: Callable[[Positions | None, int], _Scoped],
-    need_positions: bool,
-) -> tuple[cst.Module, Counts]:
-    """Visit each top-level statement for which `wanted(first_line, end_line, code)` holds, alone."""
-    body = list(module.body)
+    source: Source, wanted: Wanted, make: Callable[[Positions | None, int], _Scoped], need_positions: bool
+) -> tuple[list[str], Counts]:
+    """Edit the top-level statements that have work, each alone, or, for a class whose work lies in its body, the
+    statements of the body that have it: the texts of all top-level statements, in order."""
+    texts = [st.text for st in source.statements]
     total = Counts()
-    line = 1 + len(module.header)
-    for i, stmt in enumerate(body):
-        code = module.code_for_node(stmt)
-        first, line = line, line + code.count("\n")
-        if not wanted(first, line, code):
+    for i, statement in enumerate(source.statements):
+        if not wanted(statement.text, statement.line, statement.end):
             continue
-        single = module.with_changes(body=[stmt], header=(), footer=(), has_trailing_newline=True)
-        positions = MetadataWrapper(single, unsafe_skip_copy=True).resolve(PositionProvider) if need_positions else None
-        transformer = make(positions, first - 1)
-        body[i] = single.visit(transformer).body[0]
-        c = transformer.counts
-        total.changed += c.changed
-        total.kept += c.kept
-        total.already += c.already
-    return module.with_changes(body=body), total
+        body = source.body(statement)
+        if body is None or wanted(body.head, statement.line, body.members[0].line - 1) or wanted(body.tail, body.members[-1].end + 1, statement.end):
+            texts[i] = _edit(source, statement, make, need_positions, total)
+            continue
+        edited = [_edit(source, m, make, need_positions, total) if wanted(m.text, m.line, m.end) else m.text for m in body.members]
+        texts[i] = body.head + "".join(edited) + body.tail
+    return texts, total
 
 
-def wrap_sites(loaded: Loaded, sites: Sequence[WrapSite], settings: WrapSettings) -> tuple[cst.Module, Counts]:
-    """Wrap each site's call in the loaded module."""
-    context = _context(loaded)
+def _edit(source: Source, statement: Statement, make: Callable[[Positions | None, int], _Scoped], need_positions: bool, total: Counts) -> str:
+    """One statement parsed alone, edited, and its new text (its own text when nothing changed)."""
+    single = source.parse(statement)
+    positions = MetadataWrapper(single, unsafe_skip_copy=True).resolve(PositionProvider) if need_positions else None
+    transformer = make(positions, source.offset(statement))
+    edited = single.visit(transformer)
+    c = transformer.counts
+    total.changed += c.changed
+    total.kept += c.kept
+    total.already += c.already
+    return source.text_of(statement, edited) if c.changed else statement.text
+
+
+def wrap_sites(source: Source, sites: Sequence[WrapSite], settings: WrapSettings) -> tuple[list[str], Counts]:
+    """Wrap each site's call: the texts of the file's statements, those holding sites edited."""
+    context = _context(source)
     lines = sorted({s.span.line for s in sites})
     todo: dict[Key, WrapSite] = {site_key(s): s for s in sites}
     seen: set[Key] = set()
@@ -200,19 +216,17 @@ def wrap_sites(loaded: Loaded, sites: Sequence[WrapSite], settings: WrapSettings
         assert positions is not None
         return _Wrap(positions, offset, context, todo, seen, settings)
 
-    result, counts = _edit_statements(
-        loaded.module, lambda first, end, code: any(first <= n < end for n in lines), make, need_positions=True
-    )
+    texts, counts = _edit_statements(source, lambda text, first, last: any(first <= n <= last for n in lines), make, need_positions=True)
     counts.missing = [s for k, s in todo.items() if k not in seen]
-    return result, counts
+    return texts, counts
 
 
-def unwrap_all(loaded: Loaded) -> tuple[cst.Module, Counts]:
+def unwrap_all(source: Source) -> tuple[list[str], Counts]:
     """Take off every wrapper of rewrite's shape that no pragma protects (positions only when pragmas exist)."""
-    context = _context(loaded)
+    context = _context(source)
     return _edit_statements(
-        loaded.module,
-        lambda first, end, code: WRAPPER in code,
+        source,
+        lambda text, first, last: WRAPPER in text,
         lambda positions, offset: _Unwrap(positions, offset, context),
         need_positions=bool(context.marks.skips),
     )

@@ -53,8 +53,9 @@ def test_bad_files_are_skipped_one_line_each_and_the_rest_is_written(tmp_path: P
     good = _write(tmp_path, "good.py", SRC.encode())
     ro = _write(tmp_path, "ro.py", SRC.encode())
     ro.chmod(0o444)
-    lossy = _write(tmp_path, "lossy.py", SRC.encode() + b"try:\n    pass\nexcept (A, B) :\n    pass\n")
-    sites = [*sites_for(SRC, {"MLP"}, str(good)), *sites_for(SRC, {"MLP"}, str(ro)), *sites_for(SRC, {"MLP"}, str(lossy))]
+    lossy_src = SRC + "        try:\n            pass\n        except (A, B) :\n            pass\n"  # in the class holding the site
+    lossy = _write(tmp_path, "lossy.py", lossy_src.encode())
+    sites = [*sites_for(SRC, {"MLP"}, str(good)), *sites_for(SRC, {"MLP"}, str(ro)), *sites_for(lossy_src, {"MLP"}, str(lossy))]
     sites += sites_for(SRC, {"MLP"}, str(tmp_path / "gone.py"))
     errors = [SourceError(str(tmp_path / "broken.py"), "syntax error: line 1: invalid syntax")]
 

@@ -72,13 +72,13 @@ def _same(old: Source, olds: list[Statement], new: Source, news: list[Statement]
     for a, b in zip(olds, news):
         if a.text == b.text:
             continue
-        body_a, body_b = (old.body(a), new.body(b)) if not a.owner else (None, None)
+        body_a, body_b = old.body(a), new.body(b)
         if body_a is not None and body_b is not None and (body_a.head, body_a.tail) == (body_b.head, body_b.tail):
             if not _same(old, list(body_a.members), new, list(body_b.members), old_w, new_w):
                 return False
             continue
-        nodes_a = [n for n in a.nodes if a.owner or not ast_is_runtime_import(n)]
-        nodes_b = [n for n in b.nodes if b.owner or not ast_is_runtime_import(n)]
+        nodes_a = [n for n in a.nodes if a.nested or not ast_is_runtime_import(n)]
+        nodes_b = [n for n in b.nodes if b.nested or not ast_is_runtime_import(n)]
         if _shape(nodes_a, old_w) != _shape(nodes_b, new_w):
             return False
     return True

@@ -1,17 +1,18 @@
 """A source file as its statements, split by Python's own parser; libcst sees only what is edited.
 
-A planned site sits in a few methods of a few classes (a sixth of the lines of the classes that transformers'
-plan touches, a thirtieth of its files), and undo has work only where the wrapper's name is. So a file is split
-with `ast` (C speed) into its top-level statements, and a class's body into its statements, each keeping its
-exact text; libcst parses one of them alone when it is to be edited (a statement of a class body inside a
-one-line copy of the class header), and its new text is put back between the bytes left as they were. libcst
+A planned site sits in a few statements of a few methods (the classes that hold transformers' sites are a fifth
+of the lines of its touched files, their methods that hold one a sixth of that), and undo has work only where the
+wrapper's name is. So a file is split with `ast` (C speed) into its top-level statements, and the body of a
+statement with one indented block (a class, a function, a `for` or `with`...) into its statements, each keeping
+its exact text; libcst parses one of them alone when it is to be edited (a nested one under a one-line `class _:`
+header, which takes any indentation), and its new text is put back between the bytes left as they were. libcst
 must reproduce each piece it parses byte for byte, as it had to reproduce the whole file before.
 
 The split is libcst's own: a statement's text starts with the blank lines and comments above it (its
 `leading_lines`), and a compound statement keeps the comments its last block ends with, up to the last one that
 starts with that block's indentation (libcst's block footer). What comes before the first top-level statement
-is the module's header, what follows the last one its footer; a class keeps its header lines before its body's
-first statement and its own footer after the last.
+is the module's header, what follows the last one its footer; a block's statement keeps its header lines before
+its body's first statement and its own footer after the last.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from autograph_cg.sources import decode, encoding_of, parse
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
 _INDENT = re.compile(r"[ \t\f]+")
+_ONE_BLOCK = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.If)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,8 @@ class Statement:
     end: int  # the file's line its text ends on
     lead: int  # how many blank or comment lines lead its text (libcst's `leading_lines`)
     nodes: tuple[ast.stmt, ...]
-    owner: str = ""  # the class whose body holds it; "" at the top level
+    classes: tuple[str, ...] = ()  # the classes it sits in, outermost first
+    nested: bool = False  # in a block: parsed alone under a one-line class header
 
     @property
     def imports(self) -> bool:
@@ -65,7 +68,7 @@ class Statement:
 
 @dataclass(frozen=True, slots=True)
 class Body:
-    """A top-level class with an indented body, split: `head + join(member texts) + tail` is its text."""
+    """A statement with one indented block, split: `head + join(member texts) + tail` is its text."""
 
     head: str  # its leading lines, decorators and header
     members: tuple[Statement, ...]
@@ -86,8 +89,8 @@ class Source:
     lines: tuple[str, ...]  # the file's lines, each with its line break
 
     def parse(self, statement: Statement) -> cst.Module:
-        """A statement alone as a libcst module (one of a class body under a copy of the class's `class X:` line),
-        or Unsafe when libcst cannot give back its exact text."""
+        """A statement alone as a libcst module (a nested one under `class _:`), or Unsafe when libcst cannot give
+        back its exact text."""
         where = statement.line + statement.lead
         try:
             module, exact = _parse(self._alone(statement), self.newline)
@@ -100,32 +103,39 @@ class Source:
 
     def offset(self, statement: Statement) -> int:
         """What to add to a line of `parse(statement)` to get the file's line."""
-        return statement.line - 1 - (1 if statement.owner else 0)
+        return statement.line - 1 - statement.nested
 
     def text_of(self, statement: Statement, module: cst.Module) -> str:
         """The statement's text from an edit of `parse(statement)`."""
         code = module.code
-        if statement.owner:
-            head = f"class {statement.owner}:{self.newline}"
-            if not code.startswith(head):
-                raise Unsafe("unsafe", f"the edit of the statement at line {statement.line + statement.lead} changed its class's header")
-            code = code[len(head) :]
+        if statement.nested:
+            if not code.startswith(self._header):
+                raise Unsafe("unsafe", f"the edit of the statement at line {statement.line + statement.lead} changed the header it was parsed under")
+            code = code[len(self._header) :]
         return code
 
+    @property
+    def _header(self) -> str:
+        return f"class _:{self.newline}"
+
     def _alone(self, statement: Statement) -> str:
-        return f"class {statement.owner}:{self.newline}{statement.text}" if statement.owner else statement.text
+        return self._header + statement.text if statement.nested else statement.text
 
     def body(self, statement: Statement) -> Body | None:
-        """A top-level class statement split into its header, its body's statements and its trailing comments;
-        None for any other statement (and a class whose body sits on its `class` line)."""
+        """A statement with one indented block (class, function, `with`, `for` or `while` without `else`, `if`
+        without `else`) split into its header, its block's statements and its trailing comments; None for another
+        statement, or a block that sits on its header's line."""
         node = statement.nodes[0]
-        if len(statement.nodes) != 1 or not isinstance(node, ast.ClassDef) or _indent(node.body[0], self.lines) is None:
+        if len(statement.nodes) != 1 or not isinstance(node, _ONE_BLOCK) or getattr(node, "orelse", None):
+            return None
+        if _indent(node.body[0], self.lines) is None:
             return None
         lines = self.lines
         start = _first_line(node.body[0]) - 1
         while start > node.lineno and _blank_or_comment(lines[start - 1]) and not _continues(lines[start - 2]):
             start -= 1  # the lines between the header and the first statement lead that statement
-        members, end = _block(lines, node.body, start, node.name)
+        classes = (*statement.classes, node.name) if isinstance(node, ast.ClassDef) else statement.classes
+        members, end = _block(lines, node.body, start, classes)
         return Body("".join(lines[statement.line - 1 : start]), tuple(members), "".join(lines[end : statement.end]))
 
     def code(self, texts: Sequence[str]) -> bytes:
@@ -159,7 +169,7 @@ def load(data: bytes) -> Source:
     if not tree.body:
         return Source(data, text, tree, text, (), "", newline, lines)
     start = _first_line(tree.body[0]) - 1
-    statements, end = _block(lines, tree.body, start, "")
+    statements, end = _block(lines, tree.body, start, None)
     return Source(data, text, tree, "".join(lines[:start]), tuple(statements), "".join(lines[end:]), newline, lines)
 
 
@@ -170,8 +180,9 @@ def _lines_of(text: str) -> list[str]:
     return [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
 
 
-def _block(lines: Sequence[str], nodes: list[ast.stmt], start: int, owner: str) -> tuple[list[Statement], int]:
-    """The statements of one block whose text starts at line index `start`, and the index after the last one."""
+def _block(lines: Sequence[str], nodes: list[ast.stmt], start: int, classes: tuple[str, ...] | None) -> tuple[list[Statement], int]:
+    """The statements of one block whose text starts at line index `start`, and the index after the last one.
+    `classes`: the classes the block is in; None for the module's own block."""
     groups: list[list[ast.stmt]] = []
     for node in nodes:
         if groups and _first_line(node) <= (groups[-1][-1].end_lineno or 0):
@@ -183,7 +194,7 @@ def _block(lines: Sequence[str], nodes: list[ast.stmt], start: int, owner: str) 
     for group in groups:
         first = _first_line(group[0])
         end = _block_end(group[-1], lines)
-        statements.append(Statement("".join(lines[done:end]), done + 1, end, first - 1 - done, tuple(group), owner))
+        statements.append(Statement("".join(lines[done:end]), done + 1, end, first - 1 - done, tuple(group), classes or (), classes is not None))
         done = end
     return statements, done
 

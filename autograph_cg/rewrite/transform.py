@@ -80,6 +80,12 @@ class _Scoped(cst.CSTTransformer):
         self.context = context
         self.depth = 0  # how many enclosing scopes carry the pragma
         self.counts = Counts()
+        self.header: cst.ClassDef | None = None  # the `class _:` a nested statement was parsed under
+
+    def enter(self, classes: tuple[str, ...], header: cst.ClassDef | None) -> None:
+        """Edit a statement that sits in `classes` (some may carry the pragma), parsed under `header` if nested."""
+        self.depth = sum(c in self.context.skipped_classes for c in classes)
+        self.header = header
 
     def _marked(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.ClassDef):
@@ -90,10 +96,10 @@ class _Scoped(cst.CSTTransformer):
         return any(self.context.marks.skipped(n + self.offset) for n in range(r.start.line, r.end.line + 1))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.depth += self._marked(node)
+        self.depth += node is not self.header and self._marked(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        self.depth -= self._marked(original_node)
+        self.depth -= original_node is not self.header and self._marked(original_node)
         return updated_node
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -176,20 +182,19 @@ Wanted = Callable[[str, int, int], bool]
 def _edit_statements(
     source: Source, wanted: Wanted, make: Callable[[Positions | None, int], _Scoped], need_positions: bool
 ) -> tuple[list[str], Counts]:
-    """Edit the top-level statements that have work, each alone, or, for a class whose work lies in its body, the
-    statements of the body that have it: the texts of all top-level statements, in order."""
-    texts = [st.text for st in source.statements]
+    """Edit the statements that have work, each alone: the innermost that hold all the work of their block's
+    statement (whose header and trailing comments have none). The texts of all top-level statements, in order."""
     total = Counts()
-    for i, statement in enumerate(source.statements):
+
+    def edit(statement: Statement) -> str:
         if not wanted(statement.text, statement.line, statement.end):
-            continue
+            return statement.text
         body = source.body(statement)
         if body is None or wanted(body.head, statement.line, body.members[0].line - 1) or wanted(body.tail, body.members[-1].end + 1, statement.end):
-            texts[i] = _edit(source, statement, make, need_positions, total)
-            continue
-        edited = [_edit(source, m, make, need_positions, total) if wanted(m.text, m.line, m.end) else m.text for m in body.members]
-        texts[i] = body.head + "".join(edited) + body.tail
-    return texts, total
+            return _edit(source, statement, make, need_positions, total)
+        return body.head + "".join(edit(m) for m in body.members) + body.tail
+
+    return [edit(st) for st in source.statements], total
 
 
 def _edit(source: Source, statement: Statement, make: Callable[[Positions | None, int], _Scoped], need_positions: bool, total: Counts) -> str:
@@ -197,6 +202,8 @@ def _edit(source: Source, statement: Statement, make: Callable[[Positions | None
     single = source.parse(statement)
     positions = MetadataWrapper(single, unsafe_skip_copy=True).resolve(PositionProvider) if need_positions else None
     transformer = make(positions, source.offset(statement))
+    header = single.body[0] if statement.nested else None
+    transformer.enter(statement.classes, header if isinstance(header, cst.ClassDef) else None)
     edited = single.visit(transformer)
     c = transformer.counts
     total.changed += c.changed

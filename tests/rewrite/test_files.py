@@ -53,7 +53,7 @@ def test_bad_files_are_skipped_one_line_each_and_the_rest_is_written(tmp_path: P
     good = _write(tmp_path, "good.py", SRC.encode())
     ro = _write(tmp_path, "ro.py", SRC.encode())
     ro.chmod(0o444)
-    lossy_src = SRC + "        try:\n            pass\n        except (A, B) :\n            pass\n"  # in the class holding the site
+    lossy_src = SRC.replace("        self.m = MLP(1)\n", "        try:\n            self.m = MLP(1)\n        except (A, B) :\n            pass\n")  # the site's statement
     lossy = _write(tmp_path, "lossy.py", lossy_src.encode())
     sites = [*sites_for(SRC, {"MLP"}, str(good)), *sites_for(SRC, {"MLP"}, str(ro)), *sites_for(lossy_src, {"MLP"}, str(lossy))]
     sites += sites_for(SRC, {"MLP"}, str(tmp_path / "gone.py"))

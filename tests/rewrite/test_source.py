@@ -12,7 +12,7 @@ import libcst as cst
 import pytest
 from hypothesis import assume, given
 
-from autograph_cg.rewrite.source import Source, load
+from autograph_cg.rewrite.source import Source, Statement, load
 from tests.reliability.generate import example_settings
 
 CASES = {
@@ -49,15 +49,39 @@ def _agree(source: Source, module: cst.Module) -> None:
     assert (source.header, [s.text for s in source.statements], source.footer) == (pieces[0], pieces[1:-1], pieces[-1])
     assert [s.lead for s in source.statements] == [len(s.leading_lines) for s in module.body]
     for statement, node in zip(source.statements, module.body):
-        body = source.body(statement)
-        assert (body is not None) == (isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock))
-        if body is None:
-            continue
-        assert body.head + "".join(m.text for m in body.members) + body.tail == statement.text
-        assert len(body.members) == len(node.body.body)  # type: ignore[union-attr]
-        for member, theirs in zip(body.members, node.body.body):  # type: ignore[union-attr]
-            alone = source.parse(member).body[0]
-            assert isinstance(alone, cst.ClassDef) and alone.body.body[0].deep_equals(theirs)  # type: ignore[union-attr]
+        _blocks_agree(source, statement, node)
+
+
+_ONE_BLOCK = (cst.ClassDef, cst.FunctionDef, cst.With, cst.For, cst.While, cst.If)
+
+
+def _blocks_agree(source: Source, statement: Statement, node: cst.CSTNode) -> None:
+    """A statement with one indented block splits into the statements libcst has in that block, each parsed alone
+    being the node libcst makes of it in the file (but for how its blocks record their indentation); and so on
+    down."""
+    body = source.body(statement)
+    one_block = isinstance(node, _ONE_BLOCK) and isinstance(node.body, cst.IndentedBlock) and not getattr(node, "orelse", None)
+    assert (body is not None) == one_block
+    if body is None:
+        return
+    assert body.head + "".join(m.text for m in body.members) + body.tail == statement.text
+    assert len(body.members) == len(node.body.body)  # type: ignore[attr-defined]
+    for member, theirs in zip(body.members, node.body.body):  # type: ignore[attr-defined]
+        alone = source.parse(member).body[0]
+        assert isinstance(alone, cst.ClassDef)
+        assert _plain(alone.body.body[0]).deep_equals(_plain(theirs))  # type: ignore[union-attr]
+        _blocks_agree(source, member, theirs)
+
+
+class _Indents(cst.CSTTransformer):
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated_node.with_changes(indent=None)
+
+
+def _plain(node: cst.CSTNode) -> cst.CSTNode:
+    """A node without its blocks' own indentation strings: libcst keeps a block's relative indentation only where it
+    differs from the module's first one, and a piece parsed alone has another first indentation than its file."""
+    return node.visit(_Indents())
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from . import chains, guards, settings
+from . import chains, guards, settings, verify
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
 from .ops import Graph, Ops
@@ -55,6 +55,7 @@ class Slot:
     diff_outputs: tuple = ()
     used_inputs: tuple = ()
     used_params: tuple = ()
+    reach: tuple | None = None  # per differentiable output, the backward's leaves it reaches (verify.Probe)
     grad_outputs: list = field(default_factory=list)
     zeroed: list = field(default_factory=list)  # per grad_outputs buffer: all zeros (nothing else writes them)
     params: list = field(default_factory=list)  # autograd leaves standing for the parameters
@@ -314,12 +315,17 @@ class Runner:
     def _read_parameters(self) -> list:
         """The layer's parameters, re-read when the framework says any layer registered a new
         parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
-        ``block.fc = nn.Linear(...)``): a walk per call would cost more than the replay."""
+        ``block.fc = nn.Linear(...)``, an adapter library putting its layers in place of the
+        originals): a walk per call would cost more than the replay."""
         epoch = self.ops.structure_epoch()
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = list(self.layer.buffers())
-            self._ids = (tuple(map(id, self._params)), tuple(map(id, self._buffers)))
+            self._ids = (
+                tuple(map(id, self._params)),
+                tuple(map(id, self._buffers)),
+                tuple(map(id, self.ops.sublayers(self.layer))),  # a sublayer replaced by one without parameters
+            )
             self._epoch = epoch
         return self._params
 
@@ -338,7 +344,7 @@ class Runner:
         if signature != self._signature:
             if self._signature is not None and self.graph_count:
                 self._drop_graphs()
-                self.stats.recapture("parameters or buffers were replaced, re-allocated or frozen")
+                self.stats.recapture("sublayers, parameters or buffers were replaced, re-allocated or frozen")
             self._signature = signature
         return True in flags
 
@@ -387,40 +393,41 @@ class Runner:
         bank = self._grad_bank(params) if params else None
         ledger = ledger_for(ops, backend, device, len(entry.slots))
         started = time.perf_counter()
-        state = self._save_state(device, with_grads=backend == "standin")
+        check = self.options.verify
+        # The stand-in's capture runs the computation, and the check replays: both touch the gradients.
+        state = self._save_state(device, with_grads=backend == "standin" or check)
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, self.plain, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
             with ops.capture_context(), ops.layer_context(), _capturing():
-                probe = self._probe(run_layer, static, leaves, train)
+                found = verify.probe(ops, run_layer, static, leaves, train, keep=check)
                 # A fused run that ends early would have changed such a layer's buffers twice.
-                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])
+                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])  # b: an alias
                 out_spec = last_spec[0]
                 with ops.capture_stream(backend, device):
-                    fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                    flat = fwd.capture(run_layer)
-                    ledger.adopt(fwd)
-                    if last_spec[0] != out_spec:
-                        raise RuntimeError("the output structure changed between two runs")
-                    _check_rebuilds(out_spec, flat)
-                    slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
-                    slot.writers = [ops.writer(t) for t in static]
-                    if slot.diff_outputs and (slot.used_inputs or slot.used_params):
-                        slot.params = [leaves[j] for j in slot.used_params]
-                        slot.targets = [params[j] for j in slot.used_params]
-                        slot.listened = ops.listened(slot.targets)
-                        slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
-                        slot.zeroed = [True] * len(slot.grad_outputs)
-                        slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                        slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
-                        ledger.adopt(slot.bwd)
-                        slot.bwd_seq = ledger.next_seq()
-                        if slot.used_params:
-                            slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
-                            slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
-                            ledger.adopt(slot.bwd_fresh)
-                            slot.bwd_fresh_seq = ledger.next_seq()
+                    slot = self._capture_graphs(
+                        run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
+                    )
+                if last_spec[0] != out_spec:
+                    raise RuntimeError("the output structure changed between two runs")
+                _check_rebuilds(out_spec, slot.fwd.outputs)
+                self._restore_state(state)
+                if check:  # on the caller's stream, as the probe
+                    verify.check(
+                        ops,
+                        slot,
+                        found,
+                        lambda: self._restore_state(state),
+                        run_layer,
+                        lambda: [bank.views[j] for j in slot.used_params] if bank else [],
+                        lambda j: self._parameter_name(slot.targets[j]),
+                    )
+        except verify.Mismatch as err:  # a graph that computes something else: this step and all later ones run eagerly
+            self._restore_state(state)
+            self.stats.capture_seconds += time.perf_counter() - started
+            self.stats.disable(f"the first replay differs from eager: {err}")
+            return None
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
             ledger.poison()
             self._restore_state(state)
@@ -434,6 +441,51 @@ class Runner:
         entry.slots.append(slot)
         settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, key.tensors)
         return slot
+
+    def _capture_graphs(
+        self,
+        run_layer: Callable[[], list],
+        place: tuple,
+        ledger: PoolLedger,
+        static: list,
+        out_spec: tuple,
+        found: verify.Probe,
+        leaves: list,
+        params: list,
+        bank: GradBank | None,
+    ) -> Slot:
+        """The forward graph, and in training the two backward graphs, of one new slot."""
+        ops, (backend, device) = self.ops, place
+        fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+        flat = fwd.capture(run_layer)
+        ledger.adopt(fwd)
+        slot = Slot(
+            ledger, fwd, ledger.next_seq(), static, out_spec,
+            found.nondiff, found.diff_outputs, found.used_inputs, found.used_params, found.reach,
+        )
+        slot.writers = [ops.writer(t) for t in static]
+        if slot.diff_outputs and (slot.used_inputs or slot.used_params):
+            slot.params = [leaves[j] for j in slot.used_params]
+            slot.targets = [params[j] for j in slot.used_params]
+            slot.listened = ops.listened(slot.targets)
+            slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+            slot.zeroed = [True] * len(slot.grad_outputs)
+            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+            slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
+            ledger.adopt(slot.bwd)
+            slot.bwd_seq = ledger.next_seq()
+            if slot.used_params:
+                slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
+                slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
+                ledger.adopt(slot.bwd_fresh)
+                slot.bwd_fresh_seq = ledger.next_seq()
+        return slot
+
+    def _parameter_name(self, param: Any) -> str:
+        for name, p in self.layer.named_parameters():
+            if p is param:
+                return f"parameter {name}"
+        return "a parameter"
 
     def _forward_fn(
         self, spec: tuple, static: list, train: bool, call: Callable[[tuple, dict], Any]
@@ -449,31 +501,6 @@ class Runner:
             return flat
 
         return run_layer, last_spec
-
-    def _probe(self, run_layer: Callable[[], list], static: list, params: list, train: bool) -> tuple:
-        """One throwaway run, on the caller's stream (a run on the capture stream would give that
-        stream lasting library workspaces of its own): finds which outputs, inputs and parameters
-        take part in backward, and leaves nothing lazily initialised for the capture to meet."""
-        ops = self.ops
-        flat = run_layer()
-        if not train:
-            return (tuple(range(len(flat))), (), (), ())
-        diff_out = tuple(i for i, o in enumerate(flat) if ops.requires_grad(o))
-        nondiff = tuple(i for i in range(len(flat)) if i not in diff_out)
-        cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
-        if not diff_out or not (cand or params):
-            return (nondiff, diff_out, (), ())
-        got: set[int] = set()  # which leaves received a gradient; each is dropped on arrival
-        ops.backward_into(
-            [flat[i] for i in diff_out],
-            [ops.zeros_like(flat[i]) for i in diff_out],
-            [static[i] for i in cand] + params,
-            lambda k, grad: got.add(k),
-            retain=False,
-        )
-        used_inputs = tuple(i for k, i in enumerate(cand) if k in got)
-        used_params = tuple(j for j in range(len(params)) if len(cand) + j in got)
-        return (nondiff, diff_out, used_inputs, used_params)
 
     def _backward_fn(
         self, slot: Slot, bank: GradBank | None, store: Callable[[list, list], None]
@@ -525,9 +552,12 @@ class Runner:
 
     def _save_state(self, device: Any, with_grads: bool) -> tuple:
         """What a capture may change: RNG and buffers (by the probe), and the gradient bank when the
-        capture itself runs the computation (the stand-in; a CUDA capture runs nothing)."""
+        capture itself runs the computation (the stand-in; a CUDA capture runs nothing) or the new
+        graph is checked. Buffers are written back through aliases (``ops.writer``): a write to the
+        buffer itself would bump its version counter, and autograd graphs that saved it (an embedding
+        of a slice of registered position ids) would refuse to run backward."""
         ops = self.ops
-        buffers = [(b, ops.clone(b)) for b in self._buffers]
+        buffers = [(ops.writer(b), ops.clone(b)) for b in self._buffers]
         grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank and with_grads else []
         return ops.rng_state(device), device, buffers, grads
 
@@ -571,42 +601,54 @@ class Runner:
                 "a second backward (retain_graph) must come before the layer runs again"
             )
         zeroed = slot.zeroed
+        present = []
         for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
             g = grads[i]
+            present.append(g is not None)
             if g is not None:
                 ops.copy_(static, g)
                 zeroed[k] = False
             elif not zeroed[k]:  # an output nobody differentiated (an intermediate one of a fused run)
                 ops.zero_(static)
                 zeroed[k] = True
+        # What eager's backward would reach from the outputs that have a gradient: the rest keep
+        # their gradient as it was (None stays None), as eagerly.
+        reached = verify.reached(slot.reach, present)
+        n = len(slot.used_inputs)
         bank = self._bank
-        if slot.stale or not slot.used_params:
-            plan: tuple | None = ((), (), False)
+        if reached is not None and not reached:
+            in_grads: list = [None] * n
         else:
-            plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
-        graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
-        if slot.stale or plan is None or not slot.ledger.may_replay(seq):
-            in_grads = self._backward_eagerly(slot)
-        else:
-            graph.replay()
-            slot.ledger.epoch += 1
-            if slot.used_params:
-                bank.finish(plan)
-            self.stats.backward_replays += 1
-            in_grads = [ops.clone(g) for g in graph.outputs]
+            skip = () if reached is None else [j for p, j in enumerate(slot.used_params) if n + p not in reached]
+            if slot.stale or not slot.used_params:
+                plan: tuple | None = ((), (), False)
+            else:
+                plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
+            graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
+            if slot.stale or plan is None or not slot.ledger.may_replay(seq):
+                in_grads = self._backward_eagerly(slot, present)
+            else:
+                graph.replay()
+                slot.ledger.epoch += 1
+                if slot.used_params:
+                    bank.finish(plan, skip)
+                self.stats.backward_replays += 1
+                in_grads = [ops.clone(g) if reached is None or k in reached else None for k, g in enumerate(graph.outputs)]
         self.release(slot, token.generation)
         result: list = [None] * len(slot.static_inputs)
         for i, g in zip(slot.used_inputs, in_grads):
             result[i] = g
         return result
 
-    def _backward_eagerly(self, slot: Slot) -> list:
-        """Differentiate the captured autograd graph without replaying it (replay would not be safe)."""
+    def _backward_eagerly(self, slot: Slot, present: list) -> list:
+        """Differentiate the captured autograd graph without replaying it (replay would not be safe),
+        from the outputs that have a gradient: what they do not reach gets none, as eagerly."""
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
-        outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
+        outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
+        grad_outputs = [g for g, p in zip(slot.grad_outputs, present) if p]
         with ops.layer_context():
-            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+            grads = ops.autograd_grad(outs, inputs + slot.params, grad_outputs)
         accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])
         self.stats.eager_backwards += 1
         return list(grads[: len(inputs)])

@@ -6,6 +6,7 @@ Imported only when a ``torch.nn.Module`` is wrapped.
 from __future__ import annotations
 
 import gc
+import math
 import operator
 import sys
 from contextlib import contextmanager, nullcontext
@@ -219,6 +220,45 @@ class TorchOps:
     equal = staticmethod(torch.equal)
 
     @staticmethod
+    def difference(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
+        a, b = a.detach(), b.detach()
+        if a.shape != b.shape:
+            return math.inf, 0.0
+        if not (a.is_floating_point() or a.is_complex()):
+            return (0.0 if torch.equal(a, b) else math.inf), 0.0
+        if not a.numel():
+            return 0.0, 0.0
+        both_nan = a.isnan() & b.isnan()
+        worst = float((a - b).abs().masked_fill(both_nan, 0).max())
+        scale = float(b.abs().masked_fill(~b.isfinite(), 0).max())
+        return (math.inf if math.isnan(worst) else worst), scale
+
+    itemsize = staticmethod(torch.Tensor.element_size)
+    randn_like = staticmethod(torch.randn_like)
+
+    @staticmethod
+    def reach(outputs: list, leaves: list) -> list:
+        """A walk of each output's autograd graph to the accumulation nodes of the leaves."""
+        index = {id(leaf): k for k, leaf in enumerate(leaves)}
+        result = []
+        for out in outputs:
+            found: set[int] = set()
+            if out.grad_fn is None and id(out) in index:
+                found.add(index[id(out)])
+            stack, seen = [out.grad_fn], set()
+            while stack:
+                fn = stack.pop()
+                if fn is None or fn in seen:
+                    continue
+                seen.add(fn)
+                k = index.get(id(getattr(fn, "variable", None)))
+                if k is not None:
+                    found.add(k)
+                stack.extend(f for f, _ in fn.next_functions)
+            result.append(frozenset(found))
+        return result
+
+    @staticmethod
     def meta(t: torch.Tensor) -> tuple:
         return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
 
@@ -229,6 +269,8 @@ class TorchOps:
     @staticmethod
     def structure_epoch() -> int:
         return _Structure.epoch
+
+    sublayers = staticmethod(lambda layer: list(layer.modules()))
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from .graphed import Settings
 
 
+PROBATION = 3  # backwards of a layer during which its parameters are passed to learn if any asks for them
+
+
 class _CaptureDepth(threading.local):
     depth = 0
 
@@ -113,12 +116,13 @@ def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any
 
 
 def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
-    """The backward of the adapters' autograd function: grads for the tensor arguments."""
+    """The backward of the adapters' autograd function: grads for the tensor arguments, then for the
+    parameters passed as arguments (None, unless the backward asked for them by name)."""
     token = ctx.token
-    in_grads = token.runner.backward_replay(token, grads)
+    in_grads, routed = token.runner.backward_replay(token, grads, ctx.routed)
     if settings.DEBUG:
         settings.debug("%s backward replay", token.runner.stats.name)
-    return in_grads + [None] * ctx.routed
+    return in_grads + routed
 
 
 def _first_line(err: BaseException) -> str:
@@ -156,7 +160,15 @@ class Runner:
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
+        # A tensor needing grad passed to every training call, so it has a backward even when no
+        # input needs grad; a view, whose node only a backward that runs everything runs.
         self._anchor: Any = None
+        # Pass the parameters to the autograd function, so that a backward asking for their gradients
+        # (torch.autograd.grad(loss, params)) gets them: always once one did, and for the first
+        # PROBATION backwards of every layer to find out (a backward can only be told apart from the
+        # inside, and a parameter not passed is not in the autograd graph at all).
+        self.route = False
+        self.probation = PROBATION
         # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
         # which call followed each entry's replays, the fused runs it heads, how often each broke.
         self.fuse = options.fuse
@@ -230,12 +242,13 @@ class Runner:
             outs = self._replay_inference(slot, tensors)
         else:
             if self._anchor is None:
-                self._anchor = ops.anchor(device)
+                self._anchor = ops.anchor_node(ops.anchor(device))
             applied = tensors
-            if slot.targets and (slot.listened or ops.distributed()):
+            if slot.targets and (self.route or self.probation > 0 or slot.listened or ops.distributed()):
                 # The parameters become inputs that receive no gradient: after the backward replay
                 # has stored their grads, their accumulation nodes run, and with them the hooks
                 # there (DDP's reducer), which read the grads. Only then: a node per parameter costs.
+                # A backward that asks for them (torch.autograd.grad) gets them through these inputs.
                 applied = tensors + slot.targets
             outs = list(ops.apply(self, slot, self._anchor, applied))
         if self.fuse and graphs == self.graph_count:  # a replay, not a capture: learn who follows
@@ -590,8 +603,9 @@ class Runner:
             slot.ledger.inflight.pop(id(slot), None)
             slot.release_epoch = slot.ledger.epoch
 
-    def backward_replay(self, token: Token, grads: Sequence[Any]) -> list:
-        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand out grads."""
+    def backward_replay(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand
+        out grads for the inputs and for the ``routed`` parameters passed as inputs."""
         ops, slot = self.ops, token.slot
         if slot.generation != token.generation or (
             not slot.busy and slot.ledger.epoch != slot.release_epoch and not slot.stale
@@ -600,6 +614,10 @@ class Runner:
                 f"{self.stats.name}: backward through a graphed call whose buffers were reused; "
                 "a second backward (retain_graph) must come before the layer runs again"
             )
+        if ops.partial_backward(self._anchor):
+            return self._partial_backward(token, grads, routed)
+        if self.probation > 0:
+            self.probation -= 1
         zeroed = slot.zeroed
         present = []
         for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
@@ -635,10 +653,38 @@ class Runner:
                 self.stats.backward_replays += 1
                 in_grads = [ops.clone(g) if reached is None or k in reached else None for k, g in enumerate(graph.outputs)]
         self.release(slot, token.generation)
+        return self._input_grads(slot, in_grads), [None] * routed
+
+    def _input_grads(self, slot: Slot, in_grads: list) -> list:
         result: list = [None] * len(slot.static_inputs)
         for i, g in zip(slot.used_inputs, in_grads):
             result[i] = g
         return result
+
+    def _partial_backward(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """A backward that asks for some gradients only (``torch.autograd.grad(y, x)``,
+        ``backward(inputs=...)``): the gradients, from the captured autograd graph, with no
+        parameter's ``.grad`` touched, as eagerly. When the parameters were passed as inputs, theirs
+        are handed over too and the autograd engine keeps those it was asked for; a call that did
+        not pass them cannot, and from then on every call passes them."""
+        ops, slot = self.ops, token.slot
+        if not self.route:
+            self.route = True
+            if not routed and slot.targets:
+                self.stats.fallback(
+                    "a backward asked for some gradients only (torch.autograd.grad, backward(inputs=...)) "
+                    "before the layer passed its parameters: from now on it passes them"
+                )
+        present = [grads[i] is not None for i in slot.diff_outputs]
+        outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
+        given = [grads[i] for i, p in zip(slot.diff_outputs, present) if p]
+        inputs = [slot.static_inputs[i] for i in slot.used_inputs]
+        params = slot.params if routed else []
+        with ops.layer_context():
+            got = ops.autograd_grad(outs, inputs + params, given) if outs else [None] * (len(inputs) + len(params))
+        self.stats.eager_backwards += 1
+        self.release(slot, token.generation)
+        return self._input_grads(slot, list(got[: len(inputs)])), list(got[len(inputs) :]) if routed else []
 
     def _backward_eagerly(self, slot: Slot, present: list) -> list:
         """Differentiate the captured autograd graph without replaying it (replay would not be safe),

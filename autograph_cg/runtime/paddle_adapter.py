@@ -342,6 +342,14 @@ class PaddleOps:
         return anchor
 
     @staticmethod
+    def anchor_node(anchor: paddle.Tensor) -> Any:
+        return anchor
+
+    @staticmethod
+    def partial_backward(node: Any) -> bool:
+        return False  # Paddle does not say what a backward asks for (docs/runtime.md)
+
+    @staticmethod
     def chain_layer(layers: list, forward: Any) -> paddle.nn.Layer:
         return _Chain(layers, forward)
 

@@ -36,6 +36,7 @@ _SYNC_TARGETS = [
 
 
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
+_will_execute = torch._C._will_engine_execute_node
 
 
 class _Structure:
@@ -468,6 +469,19 @@ class TorchOps:
     @staticmethod
     def anchor(device: torch.device) -> torch.Tensor:
         return torch.empty(0, device=device, requires_grad=True)
+
+    @staticmethod
+    def anchor_node(anchor: torch.Tensor) -> Any:
+        # A view of the anchor: its node leads to nothing anyone asks for (the engine does not say
+        # whether it runs a leaf's own node while torch.autograd.grad runs).
+        with torch.enable_grad():
+            return anchor.view_as(anchor)
+
+    @staticmethod
+    def partial_backward(node: Any) -> bool:
+        # A backward that runs everything (loss.backward()) runs every node; torch.autograd.grad and
+        # backward(inputs=...) run what leads to what they ask for, which the anchor's view never does.
+        return node is not None and not _will_execute(node.grad_fn)
 
     @staticmethod
     def chain_layer(layers: list, forward: Any) -> torch.nn.Module:

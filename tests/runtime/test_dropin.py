@@ -323,3 +323,26 @@ try:  # module-level classes, as pickle needs them
     PickledBlock.__qualname__, PickledTower.__qualname__ = "PickledBlock", "PickledTower"
 except pytest.skip.Exception:  # pragma: no cover - torch missing
     pass
+
+
+def test_backwards_that_ask_for_some_gradients_get_eagers(torch_fw):
+    """torch.autograd.grad over inputs and parameters gives eager's gradients and leaves every .grad
+    alone; backward(inputs=[x]) fills x.grad only."""
+    import torch
+
+    fw = torch_fw
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(5):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            xt = fw.tensor(x, True)
+            grads = torch.autograd.grad(fw.loss(model(xt)), [xt, model.fc1.weight, model.ln.bias])
+            assert all(p.grad is None for p in model.parameters()), step
+            xt2 = fw.tensor(x, True)
+            model(xt2).sum().backward(inputs=[xt2])
+            assert all(p.grad is None for p in model.parameters()), step
+            got.append([fw.numpy(g) for g in grads] + [fw.numpy(xt2.grad)])
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+    assert stats_of(wrapped)["forward_replays"] == 8 and stats_of(wrapped)["disabled_reason"] is None

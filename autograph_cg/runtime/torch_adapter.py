@@ -168,20 +168,24 @@ class CudaGraph(DeviceGraph):
                     pass
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("the capture stream is still capturing after an aborted capture")
-        # Some PyTorch versions leave the default generator in capture mode when a capture dies
-        # (eager RNG then refuses to advance); one small complete capture with an RNG op, in a
-        # private pool, closes it.
-        heal = torch.cuda.CUDAGraph()
+        close_generator_capture(self._device)
+
+
+def close_generator_capture(device: torch.device | None = None) -> None:
+    """Some PyTorch versions leave the default generator in capture mode when a capture dies (eager
+    RNG then refuses to advance: "Offset increment outside graph capture"); one small complete
+    capture with an RNG op, in a private pool, closes it."""
+    heal = torch.cuda.CUDAGraph()
+    try:
+        heal.capture_begin(capture_error_mode="thread_local")
         try:
-            heal.capture_begin(capture_error_mode="thread_local")
-            try:
-                torch.rand(1, device=self._device)
-            finally:
-                heal.capture_end()
-        except Exception:
-            pass
+            torch.rand(1, device=device or "cuda")
         finally:
-            heal.reset()
+            heal.capture_end()
+    except Exception:
+        pass
+    finally:
+        heal.reset()
 
 
 class TorchOps:

@@ -1,0 +1,158 @@
+"""Whole models of a real model library wrapped in one CUDAGraphedLayer, trained next to eager: exact or eager.
+
+For each model (small configs of transformers' BERT, GPT-2, Llama and T5, random init from seed 0), three
+copies train from the same weights on the same batches with AdamW for ``--steps`` steps: ``eager``, a second
+``eager`` (what eager differs from itself), and ``wrapped`` (the whole model in one ``CUDAGraphedLayer``;
+again with ``verify=False`` to time the first-replay check). Per step the losses and every parameter's
+gradient are compared with eager's, and which parameters have a gradient at all. Prints one row per model
+and writes the rows as JSON.
+
+    python3 bench/exact_gpu.py [--steps 100] [--models bert,gpt2,llama,t5] [--json exact.json]
+    AUTOGRAPH_CG_BACKEND=standin python bench/exact_gpu.py --device cpu --steps 3   # the CPU stand-in
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from typing import Any, Callable
+
+BATCH, SEQ, VOCAB = 4, 32, 512
+
+
+def configs(transformers: Any) -> dict[str, Callable[[], tuple[Any, Callable[[Any, dict], Any]]]]:
+    """Per model: a factory of (model, loss of a batch)."""
+    common = dict(vocab_size=VOCAB)
+
+    def bert() -> tuple[Any, Callable]:
+        cfg = transformers.BertConfig(
+            hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="sdpa",
+            max_position_embeddings=64, **common,
+        )
+        # BertModel: its pooler's output is not in the loss, so eager leaves the pooler without gradients.
+        return transformers.BertModel(cfg), lambda m, b: m(input_ids=b["ids"]).last_hidden_state.square().mean()
+
+    def gpt2() -> tuple[Any, Callable]:
+        cfg = transformers.GPT2Config(n_embd=256, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0,
+                                      embd_pdrop=0.0, attn_pdrop=0.0, **common)
+        return transformers.GPT2LMHeadModel(cfg), lambda m, b: m(input_ids=b["ids"], labels=b["ids"], use_cache=False).loss
+
+    def llama() -> tuple[Any, Callable]:
+        cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                       **common)
+        return transformers.LlamaForCausalLM(cfg), lambda m, b: m(input_ids=b["ids"], labels=b["ids"], use_cache=False).loss
+
+    def t5() -> tuple[Any, Callable]:
+        cfg = transformers.T5Config(d_model=256, d_ff=512, num_layers=2, num_heads=4, d_kv=64, dropout_rate=0.0,
+                                    decoder_start_token_id=0, **common)
+        return transformers.T5ForConditionalGeneration(cfg), lambda m, b: m(
+            input_ids=b["ids"], labels=b["labels"], use_cache=False
+        ).loss
+
+    return {"bert": bert, "gpt2": gpt2, "llama": llama, "t5": t5}
+
+
+def batches(torch: Any, steps: int, device: str) -> list[dict]:
+    g = torch.Generator().manual_seed(1)
+    return [
+        {k: torch.randint(1, VOCAB, (BATCH, SEQ), generator=g).to(device) for k in ("ids", "labels")}
+        for _ in range(steps)
+    ]
+
+
+def sync(torch: Any) -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def train(torch: Any, model: Any, loss_of: Callable, data: list[dict]) -> tuple[list, list, float]:
+    """Losses and per step the gradients (None where there is none); seconds for all steps."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses, grads = [], []
+    sync(torch)
+    start = time.perf_counter()
+    for batch in data:
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(model, batch)
+        loss.backward()
+        losses.append(loss.detach().clone())
+        grads.append([None if p.grad is None else p.grad.detach().clone() for p in model.parameters()])
+        opt.step()
+    sync(torch)
+    return losses, grads, time.perf_counter() - start
+
+
+def difference(torch: Any, got: tuple, want: tuple) -> dict[str, Any]:
+    """Largest relative difference of the losses and the gradients, and whether gradient presence matches."""
+    loss = max(float((a - b).abs() / b.abs().clamp_min(1e-12)) for a, b in zip(got[0], want[0]))
+    grad, presence = 0.0, True
+    for mine, ref in zip(got[1], want[1]):
+        for a, b in zip(mine, ref):
+            if (a is None) != (b is None):
+                presence = False
+            elif a is not None:
+                grad = max(grad, float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)))
+    return {"loss": loss, "grad": grad, "presence": presence, "bitwise": loss == 0.0 and grad == 0.0}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--models", default="bert,gpt2,llama,t5")
+    parser.add_argument("--json", default="")
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    import torch
+    import transformers
+
+    from autograph_cg.runtime import CUDAGraphedLayer, stats_of
+
+    data = batches(torch, args.steps, args.device)
+    rows = []
+    for name in args.models.split(","):
+        torch.manual_seed(0)
+        base, loss_of = configs(transformers)[name]()
+        base = base.to(args.device).train()
+        runs: dict[str, tuple] = {}
+        stats: dict[str, Any] = {}
+        for run in ("eager", "eager again", "wrapped", "wrapped, verify=False"):
+            model = copy.deepcopy(base)
+            if run.startswith("wrapped"):
+                model = CUDAGraphedLayer(model, verify=run == "wrapped", name=f"{name} {run}")
+            torch.manual_seed(2)
+            runs[run] = train(torch, model, loss_of, data)
+            if run.startswith("wrapped"):
+                stats[run] = stats_of(model)
+            del model
+        row = {
+            "model": name,
+            "steps": args.steps,
+            "noise": difference(torch, runs["eager again"], runs["eager"]),
+            "wrapped": difference(torch, runs["wrapped"], runs["eager"]),
+            "seconds": {run: round(r[2], 4) for run, r in runs.items()},
+            "stats": stats,
+        }
+        check = stats["wrapped"]
+        row["verify_cost"] = (runs["wrapped"][2] - runs["wrapped, verify=False"][2]) / runs["wrapped, verify=False"][2]
+        rows.append(row)
+        w, n = row["wrapped"], row["noise"]
+        print(
+            f"{name:6} loss {w['loss']:.1e} grad {w['grad']:.1e} presence {w['presence']} bitwise {w['bitwise']} | "
+            f"eager vs eager loss {n['loss']:.1e} grad {n['grad']:.1e} | state {check['state']} "
+            f"captures {check['captures']} eager calls {check['eager_calls']} "
+            f"reason {check['disabled_reason']} | s: {row['seconds']} verify cost {row['verify_cost']:+.1%}",
+            flush=True,
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -413,11 +413,17 @@ class Runner:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, self.plain, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
+            # The probe runs on leaves of its own (aliases of the same memory): its autograd graph,
+            # kept for the check, then holds no accumulation node of the leaves the capture uses
+            # (one made on the caller's stream breaks a capture on the side stream).
+            probe_static = [ops.twin_leaf(t) for t in static]
+            probe_leaves, probe_call = ops.bind(self.layer, self.plain, params)
+            run_probe, probe_spec = self._forward_fn(spec, probe_static, train, probe_call)
             with ops.capture_context(), ops.layer_context(), _capturing():
-                found = verify.probe(ops, run_layer, static, leaves, train, keep=check)
+                found = verify.probe(ops, run_probe, probe_static, probe_leaves, train, keep=check)
                 # A fused run that ends early would have changed such a layer's buffers twice.
                 entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])  # b: an alias
-                out_spec = last_spec[0]
+                out_spec = probe_spec[0]
                 with ops.capture_stream(backend, device):
                     slot = self._capture_graphs(
                         run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
@@ -432,7 +438,7 @@ class Runner:
                         slot,
                         found,
                         lambda: self._restore_state(state),
-                        run_layer,
+                        run_probe,
                         lambda: [bank.views[j] for j in slot.used_params] if bank else [],
                         lambda j: self._parameter_name(slot.targets[j]),
                     )

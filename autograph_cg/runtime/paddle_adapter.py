@@ -193,6 +193,12 @@ class PaddleOps:
         return t
 
     @staticmethod
+    def twin_leaf(t: paddle.Tensor) -> paddle.Tensor:
+        twin = t.detach()  # the same memory
+        twin.stop_gradient = t.stop_gradient
+        return twin
+
+    @staticmethod
     def bind(layer: paddle.nn.Layer, plain: Any, params: list) -> tuple[list, Any]:
         return params, lambda args, kwargs: plain(*args, **kwargs)
 

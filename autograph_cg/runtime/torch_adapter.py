@@ -318,6 +318,10 @@ class TorchOps:
         return _alias(t)
 
     @staticmethod
+    def twin_leaf(t: torch.Tensor) -> torch.Tensor:
+        return _alias(t).requires_grad_(t.requires_grad)
+
+    @staticmethod
     def bind(layer: torch.nn.Module, plain: Any, params: list) -> tuple[list, Any]:
         """Leaves that share the parameters' memory stand in for them inside the graph: its autograd
         graph then holds no AccumulateGrad node of the real parameters (a node made on another stream

@@ -58,13 +58,14 @@ def probe(
     stream would give that stream lasting library workspaces of its own); it also leaves nothing
     lazily initialised for the capture to meet. ``keep``: keep its autograd graph for the check."""
     flat = run_layer()
+    kept = flat if keep else []
     if not train:
-        return Probe(flat, tuple(range(len(flat))))
+        return Probe(kept, tuple(range(len(flat))))
     diff = tuple(i for i, o in enumerate(flat) if ops.requires_grad(o))
     nondiff = tuple(i for i in range(len(flat)) if i not in diff)
     cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
     if not diff or not (cand or params):
-        return Probe(flat, nondiff, diff)
+        return Probe(kept, nondiff, diff)
     got: set[int] = set()  # which leaves received a gradient; each is dropped on arrival
     leaves = [static[i] for i in cand] + params
     outs = [flat[i] for i in diff]
@@ -78,7 +79,7 @@ def probe(
         reach = tuple(frozenset(position[k] for k in r if k in position) for r in reach)
         if all(len(r) == len(used) for r in reach):
             reach = None
-    return Probe(flat, nondiff, diff, used_inputs, used_params, reach, [leaves[k] for k in used])
+    return Probe(kept, nondiff, diff, used_inputs, used_params, reach, [leaves[k] for k in used] if keep else [])
 
 
 def reached(reach: tuple | None, present: Sequence[bool]) -> frozenset | None:

@@ -70,34 +70,52 @@ def sync(torch: Any) -> None:
         torch.cuda.synchronize()
 
 
-def train(torch: Any, model: Any, loss_of: Callable, data: list[dict]) -> tuple[list, list, float]:
-    """Losses and per step the gradients (None where there is none); seconds for all steps."""
+def train(
+    torch: Any, model: Any, loss_of: Callable, data: list[dict], follow: list | None = None
+) -> tuple[list, list, float, list]:
+    """Losses and per step the gradients (None where there is none); seconds for all steps; the
+    parameters after each step. With ``follow`` (another run's parameters after each step), each step
+    starts from that run's parameters: a difference is then that step's own, not one compounded
+    by the optimizer (AdamW turns a rounding difference in a near-zero gradient into a whole step)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    losses, grads = [], []
+    params = list(model.parameters())
+    losses, grads, after = [], [], []
     sync(torch)
     start = time.perf_counter()
-    for batch in data:
+    for step, batch in enumerate(data):
         opt.zero_grad(set_to_none=True)
         loss = loss_of(model, batch)
         loss.backward()
         losses.append(loss.detach().clone())
-        grads.append([None if p.grad is None else p.grad.detach().clone() for p in model.parameters()])
+        grads.append([None if p.grad is None else p.grad.detach().clone() for p in params])
         opt.step()
+        if follow is not None:
+            with torch.no_grad():
+                for p, value in zip(params, follow[step]):
+                    p.copy_(value)
+        else:
+            after.append([p.detach().clone() for p in params])
     sync(torch)
-    return losses, grads, time.perf_counter() - start
+    return losses, grads, time.perf_counter() - start, after
 
 
-def difference(torch: Any, got: tuple, want: tuple) -> dict[str, Any]:
-    """Largest relative difference of the losses and the gradients, and whether gradient presence matches."""
+def difference(torch: Any, got: tuple, want: tuple, names: list[str]) -> dict[str, Any]:
+    """Largest relative difference of the losses and the gradients, whether gradient presence matches,
+    and the first step that differs (with its most different gradient)."""
     loss = max(float((a - b).abs() / b.abs().clamp_min(1e-12)) for a, b in zip(got[0], want[0]))
-    grad, presence = 0.0, True
-    for mine, ref in zip(got[1], want[1]):
-        for a, b in zip(mine, ref):
+    grad, presence, first = 0.0, True, None
+    for step, (mine, ref) in enumerate(zip(got[1], want[1])):
+        worst = (0.0, "")
+        for name, a, b in zip(names, mine, ref):
             if (a is None) != (b is None):
                 presence = False
             elif a is not None:
-                grad = max(grad, float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)))
-    return {"loss": loss, "grad": grad, "presence": presence, "bitwise": loss == 0.0 and grad == 0.0}
+                worst = max(worst, (float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)), name))
+        grad = max(grad, worst[0])
+        step_loss = float((got[0][step] - want[0][step]).abs())
+        if first is None and (worst[0] or step_loss):
+            first = {"step": step, "loss": step_loss, "grad": worst[0], "parameter": worst[1]}
+    return {"loss": loss, "grad": grad, "presence": presence, "bitwise": loss == 0.0 and grad == 0.0, "first": first}
 
 
 def main() -> int:
@@ -106,6 +124,7 @@ def main() -> int:
     parser.add_argument("--models", default="bert,gpt2,llama,t5")
     parser.add_argument("--json", default="")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--follow", action="store_true", help="each step from eager's parameters (per-step differences)")
     args = parser.parse_args()
     import torch
     import transformers
@@ -120,20 +139,23 @@ def main() -> int:
         base = base.to(args.device).train()
         runs: dict[str, tuple] = {}
         stats: dict[str, Any] = {}
+        names = [n for n, _ in base.named_parameters()]
         for run in ("eager", "eager again", "wrapped", "wrapped, verify=False"):
             model = copy.deepcopy(base)
             if run.startswith("wrapped"):
                 model = CUDAGraphedLayer(model, verify=run == "wrapped", name=f"{name} {run}")
             torch.manual_seed(2)
-            runs[run] = train(torch, model, loss_of, data)
+            runs[run] = train(torch, model, loss_of, data, runs["eager"][3] if args.follow and run != "eager" else None)
             if run.startswith("wrapped"):
                 stats[run] = stats_of(model)
             del model
         row = {
             "model": name,
             "steps": args.steps,
-            "noise": difference(torch, runs["eager again"], runs["eager"]),
-            "wrapped": difference(torch, runs["wrapped"], runs["eager"]),
+            "follow": args.follow,
+            "noise": difference(torch, runs["eager again"], runs["eager"], names),
+            "wrapped": difference(torch, runs["wrapped"], runs["eager"], names),
+            "unchecked": difference(torch, runs["wrapped, verify=False"], runs["eager"], names),
             "seconds": {run: round(r[2], 4) for run, r in runs.items()},
             "stats": stats,
         }
@@ -142,7 +164,8 @@ def main() -> int:
         rows.append(row)
         w, n = row["wrapped"], row["noise"]
         print(
-            f"{name:6} loss {w['loss']:.1e} grad {w['grad']:.1e} presence {w['presence']} bitwise {w['bitwise']} | "
+            f"{name:6} loss {w['loss']:.1e} grad {w['grad']:.1e} presence {w['presence']} bitwise {w['bitwise']} "
+            f"first {w['first']} | unchecked {row['unchecked']['grad']:.1e} | "
             f"eager vs eager loss {n['loss']:.1e} grad {n['grad']:.1e} | state {check['state']} "
             f"captures {check['captures']} eager calls {check['eager_calls']} "
             f"reason {check['disabled_reason']} | s: {row['seconds']} verify cost {row['verify_cost']:+.1%}",

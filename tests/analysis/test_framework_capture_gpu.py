@@ -49,7 +49,8 @@ def _case(name: str) -> Case:
 
 
 def _step(module: torch.nn.Module, args: list, kwargs: dict, weights: list, training: bool) -> tuple[list, list]:
-    """Outputs, and in training the grads of a weighted sum of them (inputs and parameters)."""
+    """Outputs, and in training the grads of a weighted sum of them (inputs and parameters), by
+    ``loss.backward()`` as a training loop takes them."""
     with torch.set_grad_enabled(training):
         outputs = float_outputs(module(*args, **kwargs))
         if not training:
@@ -59,8 +60,11 @@ def _step(module: torch.nn.Module, args: list, kwargs: dict, weights: list, trai
         loss = weighted_sum(outputs, weights)
         if not loss.requires_grad:
             return [o.detach() for o in outputs], []
-        grads = torch.autograd.grad(loss, grad_targets(module, args), allow_unused=True)
-        return [o.detach() for o in outputs], list(grads)
+        targets = grad_targets(module, args)
+        loss.backward()
+        grads = [t.grad for t in targets]
+        module.zero_grad(set_to_none=True)
+        return [o.detach() for o in outputs], grads
 
 
 def _close(got: list, want: list, what: str) -> None:

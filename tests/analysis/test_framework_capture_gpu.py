@@ -62,8 +62,9 @@ def _step(module: torch.nn.Module, args: list, kwargs: dict, weights: list, trai
             return [o.detach() for o in outputs], []
         targets = grad_targets(module, args)
         loss.backward()
-        grads = [t.grad for t in targets]
-        module.zero_grad(set_to_none=True)
+        grads = [None if t.grad is None else t.grad.clone() for t in targets]
+        for t in targets:  # the next step starts from no gradient, inputs included
+            t.grad = None
         return [o.detach() for o in outputs], grads
 
 

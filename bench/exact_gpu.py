@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import sys
 import time
 from typing import Any, Callable
@@ -23,15 +24,14 @@ from typing import Any, Callable
 BATCH, SEQ, VOCAB = 4, 32, 512
 
 
-def configs(transformers: Any) -> dict[str, Callable[[], tuple[Any, Callable[[Any, dict], Any]]]]:
+def configs(transformers: Any, attn: str) -> dict[str, Callable[[], tuple[Any, Callable[[Any, dict], Any]]]]:
     """Per model: a factory of (model, loss of a batch)."""
-    common = dict(vocab_size=VOCAB)
+    common = dict(vocab_size=VOCAB, attn_implementation=attn)
 
     def bert() -> tuple[Any, Callable]:
         cfg = transformers.BertConfig(
             hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="sdpa",
-            max_position_embeddings=64, **common,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=64, **common,
         )
         # BertModel: its pooler's output is not in the loss, so eager leaves the pooler without gradients.
         return transformers.BertModel(cfg), lambda m, b: m(input_ids=b["ids"]).last_hidden_state.square().mean()
@@ -125,17 +125,24 @@ def main() -> int:
     parser.add_argument("--json", default="")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--follow", action="store_true", help="each step from eager's parameters (per-step differences)")
+    parser.add_argument("--attn", default="sdpa", help="the models' attn_implementation: sdpa or eager")
+    parser.add_argument("--deterministic", action="store_true", help="torch.use_deterministic_algorithms(True)")
     args = parser.parse_args()
+    if args.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
     import transformers
 
     from autograph_cg.runtime import CUDAGraphedLayer, stats_of
 
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True)
+
     data = batches(torch, args.steps, args.device)
     rows = []
     for name in args.models.split(","):
         torch.manual_seed(0)
-        base, loss_of = configs(transformers)[name]()
+        base, loss_of = configs(transformers, args.attn)[name]()
         base = base.to(args.device).train()
         runs: dict[str, tuple] = {}
         stats: dict[str, Any] = {}

@@ -99,23 +99,32 @@ def train(
     return losses, grads, time.perf_counter() - start, after
 
 
+# A gradient is compared relative to its own largest value, but never to less than this share of the
+# largest gradient of its step (as validate does): a gradient that is zero in exact arithmetic (the bias
+# of an attention key) holds rounding noise, which differs between any two summation orders.
+NOISE_FLOOR = 1e-4
+
+
 def difference(torch: Any, got: tuple, want: tuple, names: list[str]) -> dict[str, Any]:
     """Largest relative difference of the losses and the gradients, whether gradient presence matches,
-    and the first step that differs (with its most different gradient)."""
+    the first step that differs (with its most different gradient) and each step's difference."""
     loss = max(float((a - b).abs() / b.abs().clamp_min(1e-12)) for a, b in zip(got[0], want[0]))
-    grad, presence, first = 0.0, True, None
+    grad, presence, first, steps = 0.0, True, None, []
     for step, (mine, ref) in enumerate(zip(got[1], want[1])):
         worst = (0.0, "")
+        floor = NOISE_FLOOR * max((float(b.abs().max()) for b in ref if b is not None), default=0.0)
         for name, a, b in zip(names, mine, ref):
             if (a is None) != (b is None):
                 presence = False
             elif a is not None:
-                worst = max(worst, (float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)), name))
+                worst = max(worst, (float((a - b).abs().max()) / max(float(b.abs().max()), floor, 1e-30), name))
         grad = max(grad, worst[0])
+        steps.append(worst[0])
         step_loss = float((got[0][step] - want[0][step]).abs())
         if first is None and (worst[0] or step_loss):
             first = {"step": step, "loss": step_loss, "grad": worst[0], "parameter": worst[1]}
-    return {"loss": loss, "grad": grad, "presence": presence, "bitwise": loss == 0.0 and grad == 0.0, "first": first}
+    bitwise = loss == 0.0 and grad == 0.0
+    return {"loss": loss, "grad": grad, "presence": presence, "bitwise": bitwise, "first": first, "steps": steps}
 
 
 def main() -> int:
@@ -172,7 +181,7 @@ def main() -> int:
         w, n = row["wrapped"], row["noise"]
         print(
             f"{name:6} loss {w['loss']:.1e} grad {w['grad']:.1e} presence {w['presence']} bitwise {w['bitwise']} "
-            f"first {w['first']} | unchecked {row['unchecked']['grad']:.1e} | "
+            f"first {w['first']} steps {' '.join(f'{x:.0e}' for x in w['steps'][:12])} | unchecked {row['unchecked']['grad']:.1e} | "
             f"eager vs eager loss {n['loss']:.1e} grad {n['grad']:.1e} | state {check['state']} "
             f"captures {check['captures']} eager calls {check['eager_calls']} "
             f"reason {check['disabled_reason']} | s: {row['seconds']} verify cost {row['verify_cost']:+.1%}",

@@ -145,7 +145,11 @@ class Runner:
     without the runtime (for a wrapped layer, the original forward past the router)."""
 
     def __init__(self, ops: Ops, layer: Any, plain: Callable[..., Any], options: Settings, name: str) -> None:
-        self.ops, self.layer, self.plain = ops, layer, plain
+        self.ops, self.layer = ops, layer
+        # What eager calls, captures and nested calls run: the layer's forward, compiled first when
+        # options.compile asks (the fallbacks go compiled and graphed -> graphed -> eager).
+        self._uncompiled = plain
+        self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
@@ -285,7 +289,19 @@ class Runner:
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
         with self.ops.layer_context():
-            return self.plain(*args, **kwargs)
+            if self.plain is self._uncompiled:
+                return self.plain(*args, **kwargs)
+            try:
+                return self.plain(*args, **kwargs)
+            except Exception as err:  # the compiler's, if the forward runs without it
+                out = self._uncompiled(*args, **kwargs)
+                self._uncompile(f"compiling failed: {_first_line(err)}")
+                return out
+
+    def _uncompile(self, reason: str) -> None:
+        """Go on without the compiler: graphs of the plain forward from the next capture on."""
+        self.plain = self._uncompiled
+        self.stats.fallback(reason + "; the layer runs uncompiled")
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -451,7 +467,11 @@ class Runner:
             ledger.poison()
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started
-            self.stats.disable(f"capture failed: {_first_line(err)}")
+            if self.plain is not self._uncompiled:  # compiled code that a graph cannot hold: try without
+                self._uncompile(f"the compiled layer failed to capture: {_first_line(err)}")
+                entry.warm = 0
+            else:
+                self.stats.disable(f"capture failed: {_first_line(err)}")
             return None
         self._restore_state(state)
         self.stats.capture_seconds += time.perf_counter() - started

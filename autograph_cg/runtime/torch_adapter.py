@@ -225,18 +225,34 @@ class TorchOps:
     equal = staticmethod(torch.equal)
 
     @staticmethod
-    def difference(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
+    def gap(a: torch.Tensor, b: torch.Tensor) -> Any:
+        """(max |a - b|, max |b|) as a tensor on the device, no host sync: NaN where both are NaN
+        counts as equal, NaN on one side only as an infinite difference; for integer tensors the
+        difference is 1 where any element differs."""
         a, b = a.detach(), b.detach()
         if a.shape != b.shape:
-            return math.inf, 0.0
-        if not (a.is_floating_point() or a.is_complex()):
-            return (0.0 if torch.equal(a, b) else math.inf), 0.0
+            return (math.inf, 0.0)
         if not a.numel():
-            return 0.0, 0.0
-        both_nan = a.isnan() & b.isnan()
-        worst = float((a - b).abs().masked_fill(both_nan, 0).max())
-        scale = float(b.abs().masked_fill(~b.isfinite(), 0).max())
-        return (math.inf if math.isnan(worst) else worst), scale
+            return (0.0, 0.0)
+        if not (a.is_floating_point() or a.is_complex()):
+            return torch.stack([(a != b).any().double(), torch.zeros((), dtype=torch.float64, device=a.device)])
+        one_sided = (a.isnan() != b.isnan()).any()
+        worst = torch.nan_to_num((a - b).abs(), nan=0.0).amax().double()
+        worst = torch.where(one_sided, torch.full_like(worst, math.inf), worst)
+        return torch.stack([worst, torch.nan_to_num(b.abs(), nan=0.0, posinf=0.0).amax().double()])
+
+    @staticmethod
+    def to_host(gaps: list) -> list[tuple[float, float]]:
+        """Many gaps, one host sync per device."""
+        out: list = list(gaps)
+        by_device: dict[Any, list[int]] = {}
+        for i, g in enumerate(gaps):
+            if isinstance(g, torch.Tensor):
+                by_device.setdefault(g.device, []).append(i)
+        for idx in by_device.values():
+            for i, row in zip(idx, torch.stack([gaps[i] for i in idx]).tolist()):
+                out[i] = tuple(row)
+        return out
 
     itemsize = staticmethod(torch.Tensor.element_size)
     randn_like = staticmethod(torch.randn_like)
@@ -276,6 +292,12 @@ class TorchOps:
         return _Structure.epoch
 
     sublayers = staticmethod(lambda layer: list(layer.modules()))
+
+    @staticmethod
+    def compile(forward: Any, options: Any) -> Any:
+        """Inductor over the forward alone (the layer's own hooks stay outside, as the graph's do);
+        its default mode: ``reduce-overhead`` records graphs of its own, which a capture cannot hold."""
+        return torch.compile(forward, **(options if isinstance(options, dict) else {}))
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:

@@ -104,7 +104,7 @@ def check(
     slot.fwd.replay()
     _judge(
         ops,
-        [ops.difference(a, b) for a, b in zip(slot.fwd.outputs, found.flat)],
+        ops.to_host([ops.gap(a, b) for a, b in zip(slot.fwd.outputs, found.flat)]),
         found.flat,
         lambda: _noise_of_runs(ops, found.flat, restore, rerun),
         lambda i: f"output {i}",
@@ -122,11 +122,11 @@ def check(
     slot.bwd.replay()  # adds into the zeroed views: they hold this backward's parameter gradients
     graph = list(slot.bwd.outputs) + views
     n = len(slot.used_inputs)
-    diffs: dict[int, tuple[float, float]] = {}
-    ops.backward_into(outs, grads, found.leaves, lambda k, g: diffs.__setitem__(k, ops.difference(graph[k], g)), True)
+    diffs: dict[int, Any] = {}
+    ops.backward_into(outs, grads, found.leaves, lambda k, g: diffs.__setitem__(k, ops.gap(graph[k], g)), True)
     _judge(
         ops,
-        [diffs.get(k, (0.0, 0.0)) for k in range(len(graph))],
+        ops.to_host([diffs.get(k, (0.0, 0.0)) for k in range(len(graph))]),
         graph,
         lambda: _noise_of_backwards(ops, outs, grads, found.leaves, len(graph)),
         lambda k: f"the gradient of input {slot.used_inputs[k]}" if k < n else f"the gradient of {name_of(k - n)}",
@@ -158,13 +158,13 @@ def _noise_of_runs(ops: Ops, first: list, restore: Callable[[], None], rerun: Ca
     restore()
     again = rerun()
     restore()
-    return [ops.difference(a, b) for a, b in zip(again, first)]
+    return ops.to_host([ops.gap(a, b) for a, b in zip(again, first)])
 
 
 def _noise_of_backwards(ops: Ops, outs: list, grads: list, leaves: list, n: int) -> list:
     """Two more eager backwards over the probe's graph: how much they differ from each other."""
     kept: dict[int, Any] = {}
     ops.backward_into(outs, grads, leaves, lambda k, g: kept.__setitem__(k, g), True)
-    rows: dict[int, tuple[float, float]] = {}
-    ops.backward_into(outs, grads, leaves, lambda k, g: rows.__setitem__(k, ops.difference(g, kept[k])), False)
-    return [rows.get(k, (0.0, 0.0)) for k in range(n)]
+    rows: dict[int, Any] = {}
+    ops.backward_into(outs, grads, leaves, lambda k, g: rows.__setitem__(k, ops.gap(g, kept[k])), False)
+    return ops.to_host([rows.get(k, (0.0, 0.0)) for k in range(n)])

@@ -131,3 +131,25 @@ def test_stand_in_replays_into_the_captured_outputs():
     graph.replay()
     assert out.tolist() == [10.0, 14.0]  # same buffer, new values: what a held output would see
     assert graph.live_outputs[0] is not out
+
+
+def test_gaps_between_a_graph_and_eager(cpu_fw):
+    """How the first-replay check measures a difference: NaN against NaN is equal, NaN on one side
+    only is infinitely different, integers differ or not, shapes must match."""
+    import math
+
+    fw = cpu_fw
+    ops = fw.ops()
+    nan = float("nan")
+    pairs = [
+        (fw.tensor(np.array([1.0, nan, 3.0], "float32")), fw.tensor(np.array([1.5, nan, -4.0], "float32"))),
+        (fw.tensor(np.array([1.0, nan], "float32")), fw.tensor(np.array([1.0, 2.0], "float32"))),
+        (fw.ints(np.array([1, 2])), fw.ints(np.array([1, 3]))),
+        (fw.ints(np.array([1, 2])), fw.ints(np.array([1, 2]))),
+        (fw.tensor(np.zeros(2, "float32")), fw.tensor(np.zeros(3, "float32"))),
+    ]
+    rows = ops.to_host([ops.gap(a, b) for a, b in pairs])
+    assert rows[0] == pytest.approx((7.0, 4.0))
+    assert math.isinf(rows[1][0])
+    assert rows[2][0] > 0 and rows[3][0] == 0
+    assert math.isinf(rows[4][0])

@@ -125,7 +125,7 @@ def graphed_class(cls: type, adapter: Adapter) -> type:
     # The router has the original's globals and metadata (``__wrapped__`` included): TorchScript
     # compiles the source and resolves the names it finds there, and those must be the original's.
     template = _router(orig, adapter)
-    forward = types.FunctionType(template.__code__, orig.__globals__, "forward", None, template.__closure__)
+    forward = types.FunctionType(template.__code__, _names_of(orig), "forward", None, template.__closure__)
     functools.update_wrapper(forward, orig)
     namespace = {
         "forward": forward,
@@ -141,6 +141,22 @@ def graphed_class(cls: type, adapter: Adapter) -> type:
     sub = types.new_class(cls.__name__, (cls,), {}, lambda ns: ns.update(namespace))
     _classes[cls] = sub
     return sub
+
+
+def _names_of(fn: Callable[..., Any]) -> dict:
+    """The names ``fn``'s source may use: its globals, and the variables of its closure (a class
+    defined inside a function reads ``torch`` from there). The router runs on closure variables
+    only; TorchScript resolves the source's names in the router's globals."""
+    cells = getattr(fn, "__closure__", None)
+    if not cells:
+        return fn.__globals__
+    names = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, cells):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            pass
+    return names
 
 
 def _router(orig: Callable[..., Any], adapter: Adapter) -> Callable[..., Any]:

@@ -6,12 +6,9 @@ the gradient bank and the pools speak only through them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Protocol, Sequence
 
 from .tree import Tree
-
-if TYPE_CHECKING:
-    from .core import Runner, Slot
 
 
 class Graph(Protocol):
@@ -100,6 +97,6 @@ class Ops(Protocol):
     def partial_backward(self, node: Any) -> bool: ...  # in a backward: it asks for some gradients only
     def chain_layer(self, layers: list, forward: Callable[[tuple, dict], tuple]) -> Any: ...
     def grad_hooks(self, t: Any) -> bool: ...  # a hook or retain_grad on the tensor
-    def apply(self, runner: Runner, slot: Slot, anchor: Any, tensors: list) -> list: ...
+    def apply(self, runner: Any, slot: Any, anchor: Any, tensors: list) -> list: ...  # core's Runner and Slot
 
 

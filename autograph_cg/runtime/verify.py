@@ -13,11 +13,10 @@ beyond what eager differs from itself makes the layer eager, with the reason. Do
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-if TYPE_CHECKING:
-    from .core import Slot
-    from .ops import Ops
+from .ops import Ops
+from .slots import Slot
 
 # A graph replays the kernels eager ran, so it matches bitwise unless a kernel adds in a different
 # order on each run (atomics, cuDNN's weight gradients). Past these relative differences (of a

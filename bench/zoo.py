@@ -67,6 +67,7 @@ def _transformers(name: str) -> tuple[Any, tuple, Callable]:
     config_cls, model_cls, extra, kind = TRANSFORMERS[name]
     torch.manual_seed(0)
     config = getattr(transformers, config_cls)(**{**SMALL, **extra})
+    config.use_cache = False  # training: no key/value cache (generation passes one; guarded layers then run eagerly)
     for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout", "dropout_rate",
                 "resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout", "attention_dropout_prob"):
         if hasattr(config, key):
@@ -78,8 +79,10 @@ def _transformers(name: str) -> tuple[Any, tuple, Callable]:
         pixels = torch.randn(BATCH, 3, IMAGE, IMAGE, generator=g)
         labels = torch.randint(0, 10, (BATCH,), generator=g)
         return model, (pixels,), lambda m, out, x: torch.nn.functional.cross_entropy(out.logits, labels.to(x.device))
-    if kind == "seq2seq":
-        return model, (ids,), lambda m, out, x: m(input_ids=x, labels=x, use_cache=False).loss
+    if kind == "seq2seq":  # forward(input_ids, attention_mask, decoder_input_ids)
+        return model, (ids, None, ids), lambda m, out, x, mask, y: torch.nn.functional.cross_entropy(
+            out.logits.flatten(0, -2).float(), y.flatten()
+        )
     return model, (ids,), lambda m, out, x: torch.nn.functional.cross_entropy(
         out.logits.flatten(0, -2).float(), x.flatten()
     )
@@ -166,7 +169,8 @@ def available(library: str) -> bool:
 def validate_one(name: str, steps: int, scratch: Path, timeout: int) -> dict[str, Any]:
     """One model's validate run in a process of its own; its JSON report with the wall time."""
     out = scratch / f"{name.replace('/', '_')}.json"
-    env = {**os.environ, "AUTOGRAPH_CG_ZOO_MODEL": name, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    paths = [str(ROOT), str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "AUTOGRAPH_CG_ZOO_MODEL": name, "PYTHONPATH": os.pathsep.join(paths)}
     cmd = [sys.executable, "-m", "autograph_cg", "validate", "zoo:make", "--path", str(HERE), "--path", str(FIXTURES),
            "--steps", str(steps),
            "--warmup-steps", "1", "--format", "json", "-o", str(out)]

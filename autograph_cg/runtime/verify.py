@@ -12,6 +12,7 @@ beyond what eager differs from itself makes the layer eager, with the reason. Do
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -144,13 +145,14 @@ def _judge(ops: Ops, rows: list, tensors: list, noise: Callable[[], list], label
     measured = _relative(noise())
     for i, (r, size, m) in enumerate(zip(rel, sizes, measured)):
         allowed = max(TIGHT.get(size, 1e-5), min(NOISE_MARGIN * m, LOOSE.get(size, 1e-2)))
-        if not r <= allowed:  # NaN where eager has none fails too
+        if not r <= allowed:
             raise Mismatch(f"{label(i)} differs from eager by {r:.1e} (eager differs from itself by {m:.1e})")
 
 
 def _relative(rows: list) -> list[float]:
-    floor = FLOOR * max((m for _, m in rows), default=0.0)
-    return [d / max(m, floor, 1e-30) if d else 0.0 for d, m in rows]
+    """Each difference over its tensor's scale, floored; a NaN (on either side) is an infinite one."""
+    floor = FLOOR * max((m for _, m in rows if m == m), default=0.0)
+    return [math.inf if d != d or m != m else d / max(m, floor, 1e-30) if d else 0.0 for d, m in rows]
 
 
 def _noise_of_runs(ops: Ops, first: list, restore: Callable[[], None], rerun: Callable[[], list]) -> list:

@@ -158,6 +158,11 @@ class Runner:
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
             return self._run_eagerly(args, kwargs)
+        if ops.saved_tensor_hooks():
+            # Hooks that pack what autograd saves (activation checkpointing without reentry, offloading)
+            # would pack the graph's static memory; the call runs as it would unwrapped.
+            chains.TRACK.pending = chains.TRACK.last = None
+            return self._eager(args, kwargs, "saved-tensor hooks are active (checkpointing or offloading)")
         track = chains.TRACK
         if track.pending is not None:  # the outputs of a fused run wait for their layers
             out = track.pending.take(self, args, kwargs)

@@ -160,6 +160,10 @@ class PaddleOps:
         return (paddle.is_grad_enabled(), _amp_state())
 
     @staticmethod
+    def saved_tensor_hooks() -> bool:
+        return False  # Paddle's recompute re-runs the layer through a PyLayer, which the graphs serve
+
+    @staticmethod
     def structure_epoch() -> int:
         return _Structure.epoch
 

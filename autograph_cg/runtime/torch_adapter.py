@@ -37,6 +37,7 @@ _SYNC_TARGETS = [
 
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
 _will_execute = torch._C._will_engine_execute_node
+_top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
 class _Structure:
@@ -284,6 +285,10 @@ class TorchOps:
     @staticmethod
     def context() -> tuple:
         return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), _autocast_state())
+
+    @staticmethod
+    def saved_tensor_hooks() -> bool:
+        return _top_hooks(True) is not None
 
     @staticmethod
     def structure_epoch() -> int:

@@ -392,3 +392,53 @@ def test_paddle_to_static_sees_the_original_layers():
     for full_graph in (False, True):
         static = paddle.jit.to_static(model, full_graph=full_graph)
         assert close(fw.numpy(static(x)), want, fw.atol), full_graph
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_activation_checkpointing_of_a_wrapped_layer_trains_like_eager(torch_fw, reentrant):
+    """torch.utils.checkpoint around a wrapped layer, as a library's gradient-checkpointing switch
+    does: reentrant, the graphs serve both the forward and the recomputation; without reentry its
+    saved-tensor hooks would pack the graph's memory, so the layer runs eagerly, with the reason."""
+    from torch.utils.checkpoint import checkpoint
+
+    fw = torch_fw
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            xt = fw.tensor(x, True)
+            y = checkpoint(model, xt, use_reentrant=reentrant)
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y), fw.grad(xt)] + fw.param_grads(model))
+            model.zero_grad(set_to_none=True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+    stats = stats_of(wrapped)
+    assert stats["disabled_reason"] is None
+    if reentrant:
+        assert stats["captures"] == 2 and stats["backward_replays"] == 3  # no-grad forward, and the recomputation
+    else:
+        assert stats["captures"] == 0 and list(stats["fallbacks"]) == ["saved-tensor hooks are active (checkpointing or offloading)"]
+
+
+def test_paddle_recompute_of_a_wrapped_layer_trains_like_eager():
+    pytest.importorskip("paddle")
+    from paddle.distributed.fleet.utils import recompute
+
+    from tests.runtime.harness import PaddleHarness
+
+    fw = PaddleHarness()
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            xt = fw.tensor(x, True)
+            y = recompute(model, xt)
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y), fw.grad(xt)] + fw.param_grads(model))
+            fw.clear_grads(model, True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+    assert stats_of(wrapped)["captures"] == 2 and stats_of(wrapped)["disabled_reason"] is None

@@ -10,19 +10,20 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from . import chains, guards, settings
+from . import chains, guards, settings, verify
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
-from .ops import Graph, Ops
+from .ops import Ops
 from .pools import PoolLedger, ledger_for
+from .slots import Entry, Slot
 from .stats import LayerStats
+from .options import Settings
 from .tree import UnsupportedArgument, unflatten
 
-if TYPE_CHECKING:
-    from .graphed import Settings
+
+PROBATION = 3  # backwards of a layer during which its parameters are passed to learn if any asks for them
 
 
 class _CaptureDepth(threading.local):
@@ -40,44 +41,6 @@ def _capturing() -> Iterator[None]:
         yield
     finally:
         _CAPTURE.depth -= 1
-
-
-@dataclass(eq=False)
-class Slot:
-    """One captured forward graph (and its backward graph) with its static buffers."""
-
-    ledger: PoolLedger
-    fwd: Graph
-    fwd_seq: int
-    static_inputs: list
-    out_spec: tuple
-    nondiff: tuple = ()
-    diff_outputs: tuple = ()
-    used_inputs: tuple = ()
-    used_params: tuple = ()
-    grad_outputs: list = field(default_factory=list)
-    zeroed: list = field(default_factory=list)  # per grad_outputs buffer: all zeros (nothing else writes them)
-    params: list = field(default_factory=list)  # autograd leaves standing for the parameters
-    targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
-    listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
-    writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
-    bwd: Graph | None = None  # adds parameter grads into the bank
-    bwd_seq: int = 0
-    bwd_fresh: Graph | None = None  # writes them: for a step whose grads were all cleared
-    bwd_fresh_seq: int = 0
-    busy: bool = False
-    stale: bool = False
-    generation: int = 0
-    release_epoch: int = -1
-
-
-@dataclass(eq=False)
-class Entry:
-    key: GraphKey
-    warm: int = 0
-    slots: list = field(default_factory=list)
-    placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
-    mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
 
 
 class Token:
@@ -112,12 +75,13 @@ def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any
 
 
 def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
-    """The backward of the adapters' autograd function: grads for the tensor arguments."""
+    """The backward of the adapters' autograd function: grads for the tensor arguments, then for the
+    parameters passed as arguments (None, unless the backward asked for them by name)."""
     token = ctx.token
-    in_grads = token.runner.backward_replay(token, grads)
+    in_grads, routed = token.runner.backward_replay(token, grads, ctx.routed)
     if settings.DEBUG:
         settings.debug("%s backward replay", token.runner.stats.name)
-    return in_grads + [None] * ctx.routed
+    return in_grads + routed
 
 
 def _first_line(err: BaseException) -> str:
@@ -140,7 +104,11 @@ class Runner:
     without the runtime (for a wrapped layer, the original forward past the router)."""
 
     def __init__(self, ops: Ops, layer: Any, plain: Callable[..., Any], options: Settings, name: str) -> None:
-        self.ops, self.layer, self.plain = ops, layer, plain
+        self.ops, self.layer = ops, layer
+        # What eager calls, captures and nested calls run: the layer's forward, compiled first when
+        # options.compile asks (the fallbacks go compiled and graphed -> graphed -> eager).
+        self._uncompiled = plain
+        self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
@@ -155,7 +123,15 @@ class Runner:
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
+        # A tensor needing grad passed to every training call, so it has a backward even when no
+        # input needs grad; a view, whose node only a backward that runs everything runs.
         self._anchor: Any = None
+        # Pass the parameters to the autograd function, so that a backward asking for their gradients
+        # (torch.autograd.grad(loss, params)) gets them: always once one did, and for the first
+        # PROBATION backwards of every layer to find out (a backward can only be told apart from the
+        # inside, and a parameter not passed is not in the autograd graph at all).
+        self.route = False
+        self.probation = PROBATION
         # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
         # which call followed each entry's replays, the fused runs it heads, how often each broke.
         self.fuse = options.fuse
@@ -182,6 +158,11 @@ class Runner:
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
             return self._run_eagerly(args, kwargs)
+        if ops.saved_tensor_hooks():
+            # Hooks that pack what autograd saves (activation checkpointing without reentry, offloading)
+            # would pack the graph's static memory; the call runs as it would unwrapped.
+            chains.TRACK.pending = chains.TRACK.last = None
+            return self._eager(args, kwargs, "saved-tensor hooks are active (checkpointing or offloading)")
         track = chains.TRACK
         if track.pending is not None:  # the outputs of a fused run wait for their layers
             out = track.pending.take(self, args, kwargs)
@@ -229,12 +210,13 @@ class Runner:
             outs = self._replay_inference(slot, tensors)
         else:
             if self._anchor is None:
-                self._anchor = ops.anchor(device)
+                self._anchor = ops.anchor_node(ops.anchor(device))
             applied = tensors
-            if slot.targets and (slot.listened or ops.distributed()):
+            if slot.targets and (self.route or self.probation > 0 or slot.listened or ops.distributed()):
                 # The parameters become inputs that receive no gradient: after the backward replay
                 # has stored their grads, their accumulation nodes run, and with them the hooks
                 # there (DDP's reducer), which read the grads. Only then: a node per parameter costs.
+                # A backward that asks for them (torch.autograd.grad) gets them through these inputs.
                 applied = tensors + slot.targets
             outs = list(ops.apply(self, slot, self._anchor, applied))
         if self.fuse and graphs == self.graph_count:  # a replay, not a capture: learn who follows
@@ -271,7 +253,19 @@ class Runner:
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
         with self.ops.layer_context():
-            return self.plain(*args, **kwargs)
+            if self.plain is self._uncompiled:
+                return self.plain(*args, **kwargs)
+            try:
+                return self.plain(*args, **kwargs)
+            except Exception as err:  # the compiler's, if the forward runs without it
+                out = self._uncompiled(*args, **kwargs)
+                self._uncompile(f"compiling failed: {_first_line(err)}")
+                return out
+
+    def _uncompile(self, reason: str) -> None:
+        """Go on without the compiler: graphs of the plain forward from the next capture on."""
+        self.plain = self._uncompiled
+        self.stats.fallback(reason + "; the layer runs uncompiled")
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -314,12 +308,17 @@ class Runner:
     def _read_parameters(self) -> list:
         """The layer's parameters, re-read when the framework says any layer registered a new
         parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
-        ``block.fc = nn.Linear(...)``): a walk per call would cost more than the replay."""
+        ``block.fc = nn.Linear(...)``, an adapter library putting its layers in place of the
+        originals): a walk per call would cost more than the replay."""
         epoch = self.ops.structure_epoch()
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = list(self.layer.buffers())
-            self._ids = (tuple(map(id, self._params)), tuple(map(id, self._buffers)))
+            self._ids = (
+                tuple(map(id, self._params)),
+                tuple(map(id, self._buffers)),
+                tuple(map(id, self.ops.sublayers(self.layer))),  # a sublayer replaced by one without parameters
+            )
             self._epoch = epoch
         return self._params
 
@@ -338,7 +337,7 @@ class Runner:
         if signature != self._signature:
             if self._signature is not None and self.graph_count:
                 self._drop_graphs()
-                self.stats.recapture("parameters or buffers were replaced, re-allocated or frozen")
+                self.stats.recapture("sublayers, parameters or buffers were replaced, re-allocated or frozen")
             self._signature = signature
         return True in flags
 
@@ -387,45 +386,56 @@ class Runner:
         bank = self._grad_bank(params) if params else None
         ledger = ledger_for(ops, backend, device, len(entry.slots))
         started = time.perf_counter()
-        state = self._save_state(device, with_grads=backend == "standin")
+        check = self.options.verify
+        # The stand-in's capture runs the computation, and the check replays: both touch the gradients.
+        state = self._save_state(device, with_grads=backend == "standin" or check)
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, self.plain, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
+            # The probe runs on leaves of its own (aliases of the same memory): its autograd graph,
+            # kept for the check, then holds no accumulation node of the leaves the capture uses
+            # (one made on the caller's stream breaks a capture on the side stream).
+            probe_static = [ops.twin_leaf(t) for t in static]
+            probe_leaves, probe_call = ops.bind(self.layer, self.plain, params)
+            run_probe, probe_spec = self._forward_fn(spec, probe_static, train, probe_call)
             with ops.capture_context(), ops.layer_context(), _capturing():
-                probe = self._probe(run_layer, static, leaves, train)
+                found = verify.probe(ops, run_probe, probe_static, probe_leaves, train, keep=check)
                 # A fused run that ends early would have changed such a layer's buffers twice.
-                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])
-                out_spec = last_spec[0]
+                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])  # b: an alias
+                out_spec = probe_spec[0]
                 with ops.capture_stream(backend, device):
-                    fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                    flat = fwd.capture(run_layer)
-                    ledger.adopt(fwd)
-                    if last_spec[0] != out_spec:
-                        raise RuntimeError("the output structure changed between two runs")
-                    _check_rebuilds(out_spec, flat)
-                    slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
-                    slot.writers = [ops.writer(t) for t in static]
-                    if slot.diff_outputs and (slot.used_inputs or slot.used_params):
-                        slot.params = [leaves[j] for j in slot.used_params]
-                        slot.targets = [params[j] for j in slot.used_params]
-                        slot.listened = ops.listened(slot.targets)
-                        slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
-                        slot.zeroed = [True] * len(slot.grad_outputs)
-                        slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                        slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
-                        ledger.adopt(slot.bwd)
-                        slot.bwd_seq = ledger.next_seq()
-                        if slot.used_params:
-                            slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
-                            slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
-                            ledger.adopt(slot.bwd_fresh)
-                            slot.bwd_fresh_seq = ledger.next_seq()
+                    slot = self._capture_graphs(
+                        run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
+                    )
+                if last_spec[0] != out_spec:
+                    raise RuntimeError("the output structure changed between two runs")
+                _check_rebuilds(out_spec, slot.fwd.outputs)
+                self._restore_state(state)
+                if check:  # on the caller's stream, as the probe
+                    verify.check(
+                        ops,
+                        slot,
+                        found,
+                        lambda: self._restore_state(state),
+                        run_probe,
+                        lambda: [bank.views[j] for j in slot.used_params] if bank else [],
+                        lambda j: self._parameter_name(slot.targets[j]),
+                    )
+        except verify.Mismatch as err:  # a graph that computes something else: this step and all later ones run eagerly
+            self._restore_state(state)
+            self.stats.capture_seconds += time.perf_counter() - started
+            self.stats.disable(f"the first replay differs from eager: {err}")
+            return None
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
             ledger.poison()
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started
-            self.stats.disable(f"capture failed: {_first_line(err)}")
+            if self.plain is not self._uncompiled:  # compiled code that a graph cannot hold: try without
+                self._uncompile(f"the compiled layer failed to capture: {_first_line(err)}")
+                entry.warm = 0
+            else:
+                self.stats.disable(f"capture failed: {_first_line(err)}")
             return None
         self._restore_state(state)
         self.stats.capture_seconds += time.perf_counter() - started
@@ -434,6 +444,51 @@ class Runner:
         entry.slots.append(slot)
         settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, key.tensors)
         return slot
+
+    def _capture_graphs(
+        self,
+        run_layer: Callable[[], list],
+        place: tuple,
+        ledger: PoolLedger,
+        static: list,
+        out_spec: tuple,
+        found: verify.Probe,
+        leaves: list,
+        params: list,
+        bank: GradBank | None,
+    ) -> Slot:
+        """The forward graph, and in training the two backward graphs, of one new slot."""
+        ops, (backend, device) = self.ops, place
+        fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+        flat = fwd.capture(run_layer)
+        ledger.adopt(fwd)
+        slot = Slot(
+            ledger, fwd, ledger.next_seq(), static, out_spec,
+            found.nondiff, found.diff_outputs, found.used_inputs, found.used_params, found.reach,
+        )
+        slot.writers = [ops.writer(t) for t in static]
+        if slot.diff_outputs and (slot.used_inputs or slot.used_params):
+            slot.params = [leaves[j] for j in slot.used_params]
+            slot.targets = [params[j] for j in slot.used_params]
+            slot.listened = ops.listened(slot.targets)
+            slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+            slot.zeroed = [True] * len(slot.grad_outputs)
+            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+            slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
+            ledger.adopt(slot.bwd)
+            slot.bwd_seq = ledger.next_seq()
+            if slot.used_params:
+                slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
+                slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
+                ledger.adopt(slot.bwd_fresh)
+                slot.bwd_fresh_seq = ledger.next_seq()
+        return slot
+
+    def _parameter_name(self, param: Any) -> str:
+        for name, p in self.layer.named_parameters():
+            if p is param:
+                return f"parameter {name}"
+        return "a parameter"
 
     def _forward_fn(
         self, spec: tuple, static: list, train: bool, call: Callable[[tuple, dict], Any]
@@ -449,31 +504,6 @@ class Runner:
             return flat
 
         return run_layer, last_spec
-
-    def _probe(self, run_layer: Callable[[], list], static: list, params: list, train: bool) -> tuple:
-        """One throwaway run, on the caller's stream (a run on the capture stream would give that
-        stream lasting library workspaces of its own): finds which outputs, inputs and parameters
-        take part in backward, and leaves nothing lazily initialised for the capture to meet."""
-        ops = self.ops
-        flat = run_layer()
-        if not train:
-            return (tuple(range(len(flat))), (), (), ())
-        diff_out = tuple(i for i, o in enumerate(flat) if ops.requires_grad(o))
-        nondiff = tuple(i for i in range(len(flat)) if i not in diff_out)
-        cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
-        if not diff_out or not (cand or params):
-            return (nondiff, diff_out, (), ())
-        got: set[int] = set()  # which leaves received a gradient; each is dropped on arrival
-        ops.backward_into(
-            [flat[i] for i in diff_out],
-            [ops.zeros_like(flat[i]) for i in diff_out],
-            [static[i] for i in cand] + params,
-            lambda k, grad: got.add(k),
-            retain=False,
-        )
-        used_inputs = tuple(i for k, i in enumerate(cand) if k in got)
-        used_params = tuple(j for j in range(len(params)) if len(cand) + j in got)
-        return (nondiff, diff_out, used_inputs, used_params)
 
     def _backward_fn(
         self, slot: Slot, bank: GradBank | None, store: Callable[[list, list], None]
@@ -525,9 +555,12 @@ class Runner:
 
     def _save_state(self, device: Any, with_grads: bool) -> tuple:
         """What a capture may change: RNG and buffers (by the probe), and the gradient bank when the
-        capture itself runs the computation (the stand-in; a CUDA capture runs nothing)."""
+        capture itself runs the computation (the stand-in; a CUDA capture runs nothing) or the new
+        graph is checked. Buffers are written back through aliases (``ops.writer``): a write to the
+        buffer itself would bump its version counter, and autograd graphs that saved it (an embedding
+        of a slice of registered position ids) would refuse to run backward."""
         ops = self.ops
-        buffers = [(b, ops.clone(b)) for b in self._buffers]
+        buffers = [(ops.writer(b), ops.clone(b)) for b in self._buffers]
         grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank and with_grads else []
         return ops.rng_state(device), device, buffers, grads
 
@@ -560,8 +593,9 @@ class Runner:
             slot.ledger.inflight.pop(id(slot), None)
             slot.release_epoch = slot.ledger.epoch
 
-    def backward_replay(self, token: Token, grads: Sequence[Any]) -> list:
-        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand out grads."""
+    def backward_replay(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand
+        out grads for the inputs and for the ``routed`` parameters passed as inputs."""
         ops, slot = self.ops, token.slot
         if slot.generation != token.generation or (
             not slot.busy and slot.ledger.epoch != slot.release_epoch and not slot.stale
@@ -570,43 +604,87 @@ class Runner:
                 f"{self.stats.name}: backward through a graphed call whose buffers were reused; "
                 "a second backward (retain_graph) must come before the layer runs again"
             )
+        if ops.partial_backward(self._anchor):
+            return self._partial_backward(token, grads, routed)
+        if self.probation > 0:
+            self.probation -= 1
         zeroed = slot.zeroed
+        present = []
         for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
             g = grads[i]
+            present.append(g is not None)
             if g is not None:
                 ops.copy_(static, g)
                 zeroed[k] = False
             elif not zeroed[k]:  # an output nobody differentiated (an intermediate one of a fused run)
                 ops.zero_(static)
                 zeroed[k] = True
+        # What eager's backward would reach from the outputs that have a gradient: the rest keep
+        # their gradient as it was (None stays None), as eagerly.
+        reached = verify.reached(slot.reach, present)
+        n = len(slot.used_inputs)
         bank = self._bank
-        if slot.stale or not slot.used_params:
-            plan: tuple | None = ((), (), False)
+        if reached is not None and not reached:
+            in_grads: list = [None] * n
         else:
-            plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
-        graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
-        if slot.stale or plan is None or not slot.ledger.may_replay(seq):
-            in_grads = self._backward_eagerly(slot)
-        else:
-            graph.replay()
-            slot.ledger.epoch += 1
-            if slot.used_params:
-                bank.finish(plan)
-            self.stats.backward_replays += 1
-            in_grads = [ops.clone(g) for g in graph.outputs]
+            skip = () if reached is None else [j for p, j in enumerate(slot.used_params) if n + p not in reached]
+            if slot.stale or not slot.used_params:
+                plan: tuple | None = ((), (), False)
+            else:
+                plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
+            graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
+            if slot.stale or plan is None or not slot.ledger.may_replay(seq):
+                in_grads = self._backward_eagerly(slot, present)
+            else:
+                graph.replay()
+                slot.ledger.epoch += 1
+                if slot.used_params:
+                    bank.finish(plan, skip)
+                self.stats.backward_replays += 1
+                in_grads = [ops.clone(g) if reached is None or k in reached else None for k, g in enumerate(graph.outputs)]
         self.release(slot, token.generation)
+        return self._input_grads(slot, in_grads), [None] * routed
+
+    def _input_grads(self, slot: Slot, in_grads: list) -> list:
         result: list = [None] * len(slot.static_inputs)
         for i, g in zip(slot.used_inputs, in_grads):
             result[i] = g
         return result
 
-    def _backward_eagerly(self, slot: Slot) -> list:
-        """Differentiate the captured autograd graph without replaying it (replay would not be safe)."""
+    def _partial_backward(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """A backward that asks for some gradients only (``torch.autograd.grad(y, x)``,
+        ``backward(inputs=...)``): the gradients, from the captured autograd graph, with no
+        parameter's ``.grad`` touched, as eagerly. When the parameters were passed as inputs, theirs
+        are handed over too and the autograd engine keeps those it was asked for; a call that did
+        not pass them cannot, and from then on every call passes them."""
+        ops, slot = self.ops, token.slot
+        if not self.route:
+            self.route = True
+            if not routed and slot.targets:
+                self.stats.fallback(
+                    "a backward asked for some gradients only (torch.autograd.grad, backward(inputs=...)) "
+                    "before the layer passed its parameters: from now on it passes them"
+                )
+        present = [grads[i] is not None for i in slot.diff_outputs]
+        outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
+        given = [grads[i] for i, p in zip(slot.diff_outputs, present) if p]
+        inputs = [slot.static_inputs[i] for i in slot.used_inputs]
+        params = slot.params if routed else []
+        with ops.layer_context():
+            got = ops.autograd_grad(outs, inputs + params, given) if outs else [None] * (len(inputs) + len(params))
+        self.stats.eager_backwards += 1
+        self.release(slot, token.generation)
+        return self._input_grads(slot, list(got[: len(inputs)])), list(got[len(inputs) :]) if routed else []
+
+    def _backward_eagerly(self, slot: Slot, present: list) -> list:
+        """Differentiate the captured autograd graph without replaying it (replay would not be safe),
+        from the outputs that have a gradient: what they do not reach gets none, as eagerly."""
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
-        outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
+        outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
+        grad_outputs = [g for g, p in zip(slot.grad_outputs, present) if p]
         with ops.layer_context():
-            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+            grads = ops.autograd_grad(outs, inputs + slot.params, grad_outputs)
         accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])
         self.stats.eager_backwards += 1
         return list(grads[: len(inputs)])

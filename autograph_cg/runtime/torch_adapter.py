@@ -6,6 +6,7 @@ Imported only when a ``torch.nn.Module`` is wrapped.
 from __future__ import annotations
 
 import gc
+import math
 import operator
 import sys
 from contextlib import contextmanager, nullcontext
@@ -35,6 +36,8 @@ _SYNC_TARGETS = [
 
 
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
+_will_execute = torch._C._will_engine_execute_node
+_top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
 class _Structure:
@@ -166,20 +169,24 @@ class CudaGraph(DeviceGraph):
                     pass
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("the capture stream is still capturing after an aborted capture")
-        # Some PyTorch versions leave the default generator in capture mode when a capture dies
-        # (eager RNG then refuses to advance); one small complete capture with an RNG op, in a
-        # private pool, closes it.
-        heal = torch.cuda.CUDAGraph()
+        close_generator_capture(self._device)
+
+
+def close_generator_capture(device: torch.device | None = None) -> None:
+    """Some PyTorch versions leave the default generator in capture mode when a capture dies (eager
+    RNG then refuses to advance: "Offset increment outside graph capture"); one small complete
+    capture with an RNG op, in a private pool, closes it."""
+    heal = torch.cuda.CUDAGraph()
+    try:
+        heal.capture_begin(capture_error_mode="thread_local")
         try:
-            heal.capture_begin(capture_error_mode="thread_local")
-            try:
-                torch.rand(1, device=self._device)
-            finally:
-                heal.capture_end()
-        except Exception:
-            pass
+            torch.rand(1, device=device or "cuda")
         finally:
-            heal.reset()
+            heal.capture_end()
+    except Exception:
+        pass
+    finally:
+        heal.reset()
 
 
 class TorchOps:
@@ -219,6 +226,59 @@ class TorchOps:
     equal = staticmethod(torch.equal)
 
     @staticmethod
+    def gap(a: torch.Tensor, b: torch.Tensor) -> Any:
+        """(max |a - b|, max |b|) as a tensor on the device, no host sync, three kernels: a NaN on either
+        side makes the difference NaN, which the check counts as different (eager's NaN is eager's to
+        give); for integer tensors the difference is 1 where any element differs."""
+        a, b = a.detach(), b.detach()
+        if a.shape != b.shape:
+            return (math.inf, 0.0)
+        if not a.numel():
+            return (0.0, 0.0)
+        if not (a.is_floating_point() or a.is_complex()):
+            return torch.stack([(a != b).any().double(), torch.zeros((), dtype=torch.float64, device=a.device)])
+        norm = torch.linalg.vector_norm
+        return torch.stack([norm(a - b, math.inf), norm(b, math.inf)]).double()
+
+    @staticmethod
+    def to_host(gaps: list) -> list[tuple[float, float]]:
+        """Many gaps, one host sync per device."""
+        out: list = list(gaps)
+        by_device: dict[Any, list[int]] = {}
+        for i, g in enumerate(gaps):
+            if isinstance(g, torch.Tensor):
+                by_device.setdefault(g.device, []).append(i)
+        for idx in by_device.values():
+            for i, row in zip(idx, torch.stack([gaps[i] for i in idx]).tolist()):
+                out[i] = tuple(row)
+        return out
+
+    itemsize = staticmethod(torch.Tensor.element_size)
+    randn_like = staticmethod(torch.randn_like)
+
+    @staticmethod
+    def reach(outputs: list, leaves: list) -> list:
+        """A walk of each output's autograd graph to the accumulation nodes of the leaves."""
+        index = {id(leaf): k for k, leaf in enumerate(leaves)}
+        result = []
+        for out in outputs:
+            found: set[int] = set()
+            if out.grad_fn is None and id(out) in index:
+                found.add(index[id(out)])
+            stack, seen = [out.grad_fn], set()
+            while stack:
+                fn = stack.pop()
+                if fn is None or fn in seen:
+                    continue
+                seen.add(fn)
+                k = index.get(id(getattr(fn, "variable", None)))
+                if k is not None:
+                    found.add(k)
+                stack.extend(f for f, _ in fn.next_functions)
+            result.append(frozenset(found))
+        return result
+
+    @staticmethod
     def meta(t: torch.Tensor) -> tuple:
         return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
 
@@ -227,8 +287,20 @@ class TorchOps:
         return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), _autocast_state())
 
     @staticmethod
+    def saved_tensor_hooks() -> bool:
+        return _top_hooks(True) is not None
+
+    @staticmethod
     def structure_epoch() -> int:
         return _Structure.epoch
+
+    sublayers = staticmethod(lambda layer: list(layer.modules()))
+
+    @staticmethod
+    def compile(forward: Any, options: Any) -> Any:
+        """Inductor over the forward alone (the layer's own hooks stay outside, as the graph's do);
+        its default mode: ``reduce-overhead`` records graphs of its own, which a capture cannot hold."""
+        return torch.compile(forward, **(options if isinstance(options, dict) else {}))
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:
@@ -269,6 +341,10 @@ class TorchOps:
     @staticmethod
     def writer(t: torch.Tensor) -> torch.Tensor:
         return _alias(t)
+
+    @staticmethod
+    def twin_leaf(t: torch.Tensor) -> torch.Tensor:
+        return _alias(t).requires_grad_(t.requires_grad)
 
     @staticmethod
     def bind(layer: torch.nn.Module, plain: Any, params: list) -> tuple[list, Any]:
@@ -426,6 +502,19 @@ class TorchOps:
     @staticmethod
     def anchor(device: torch.device) -> torch.Tensor:
         return torch.empty(0, device=device, requires_grad=True)
+
+    @staticmethod
+    def anchor_node(anchor: torch.Tensor) -> Any:
+        # A view of the anchor: its node leads to nothing anyone asks for (the engine does not say
+        # whether it runs a leaf's own node while torch.autograd.grad runs).
+        with torch.enable_grad():
+            return anchor.view_as(anchor)
+
+    @staticmethod
+    def partial_backward(node: Any) -> bool:
+        # A backward that runs everything (loss.backward()) runs every node; torch.autograd.grad and
+        # backward(inputs=...) run what leads to what they ask for, which the anchor's view never does.
+        return node is not None and not _will_execute(node.grad_fn)
 
     @staticmethod
     def chain_layer(layers: list, forward: Any) -> torch.nn.Module:

@@ -65,6 +65,7 @@ _AFTER_FAILED_OUTER = textwrap.dedent(
     """
     import gc
     import torch
+    from autograph_cg.runtime import stats_of
     from tests.runtime.harness import TorchHarness, randn
     from tests.runtime.test_nested import _sequential
     from tests.runtime.test_training import B, D, run

@@ -2,7 +2,7 @@
 
 from autograph_cg.rewrite.api import SourceEdit, rewrite_files, rewrite_source, undo_files, undo_source
 from autograph_cg.rewrite.results import FileResult, RewriteReport, Status
-from autograph_cg.rewrite.safety import Unsafe
+from autograph_cg.rewrite.source import Unsafe
 from autograph_cg.rewrite.shape import WrapSettings
 
 __all__ = [

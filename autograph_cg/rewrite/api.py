@@ -23,9 +23,9 @@ from autograph_cg.findings import SourceError
 from autograph_cg.rewrite import atomic
 from autograph_cg.rewrite.imports import ImportConflict, add_import, has_runtime_import, remove_import
 from autograph_cg.rewrite.results import FileResult, RewriteReport, Status
-from autograph_cg.rewrite.safety import Unsafe, check_equivalent
+from autograph_cg.rewrite.safety import check_equivalent
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings
-from autograph_cg.rewrite.source import Source, load
+from autograph_cg.rewrite.source import Source, Unsafe, load
 from autograph_cg.rewrite.transform import Counts, unwrap_all, wrap_sites
 from autograph_cg.sources import decode
 

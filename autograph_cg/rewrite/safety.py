@@ -9,20 +9,10 @@ must differ by exactly the intended amount.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autograph_cg.rewrite.shape import ast_is_runtime_import, ast_wrapped_call
-
-if TYPE_CHECKING:
-    from autograph_cg.rewrite.source import Source, Statement
-
-
-class Unsafe(Exception):
-    """Why a file is left untouched: a short kind for the summary and a one-line message."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+from autograph_cg.rewrite.source import Source, Statement, Unsafe
 
 
 def _shape(node: Any, wrappers: list[int]) -> Any:

@@ -132,8 +132,8 @@ class FunctionContext:
 
     __slots__ = (
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
-        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments", "summarizer",
-        "conditions", "active", "guards", "ops",
+        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
+        "summarizer", "conditions", "active", "guards", "ops",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -153,7 +153,9 @@ class FunctionContext:
         self.local_imports: dict[str, str] = {}
         self._test_depth = 0
         self.self_tests: list[tuple[str, ast.AST]] = []  # `if self.X:` tests, for per-call state checks
-        self.arguments: set[str] = set()  # a forward's parameters not rebound yet: objects owned by the caller
+        self.params: set[str] = set()  # the function's parameters not rebound yet: what the caller passed
+        self.aliases: set[str] = set()  # locals bound to a part of such a parameter (`cache = past.layers[i]`)
+        self.forward = False  # a layer's forward: its arguments are objects the caller owns
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
         self.active: tuple[int, ...] = ()  # the conditions the node being walked sits under
         self.guards: list[tuple[int, ...]] = []  # per finding, the conditions active when it was reported
@@ -182,7 +184,21 @@ class FunctionContext:
         return name not in self.env and self.module.is_global_variable(name)
 
     def is_argument(self, name: str) -> bool:
-        return name in self.arguments
+        return self.forward and (name in self.params or name in self.aliases)
+
+    def owned(self, node: ast.expr) -> str | None:
+        """The argument of forward whose object `node` is, or a part of (`past.layers[i]`, `past if c else None`):
+        the caller keeps it after the call. None for anything else, tensors included (writes to those are GPU work)."""
+        if isinstance(node, ast.IfExp):
+            return self.owned(node.body) or self.owned(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return next((name for value in node.values if (name := self.owned(value))), None)
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name) and self.is_argument(root.id) and not self.is_tensor(node):
+            return root.id  # a part that is no tensor (`past.layers`) says the argument is none either
+        return None
 
     def in_test(self) -> bool:
         """Whether the node being checked is (part of) an if/while/assert/ternary condition."""
@@ -240,8 +256,8 @@ class FunctionContext:
         for arg, is_host in zip(positional[1:] if is_method else positional, host_args):
             if is_host:
                 self.env[arg.arg] = HOST
-        if is_method and func.name == "forward":
-            self.arguments = {a.arg for a in positional[1:] + func.args.kwonlyargs}
+        self.params = {a.arg for a in (positional[1:] if is_method else positional) + func.args.kwonlyargs}
+        self.forward = is_method and func.name == "forward"
         self.body(func.body)
         return FunctionFacts(
             name=func.name,
@@ -342,7 +358,10 @@ class FunctionContext:
         if t is ast.Name:
             name = target.id  # type: ignore[attr-defined]
             self.env[name] = kind
-            self.arguments.discard(name)
+            self.params.discard(name)
+            self.aliases.discard(name)
+            if value is not None and self.owned(value):
+                self.aliases.add(name)  # `cache = past.layers[i]`: mutating `cache` mutates the caller's object
             self.origins.pop(name, None)
             self.local_imports.pop(name, None)
             if name in self.globals_declared:
@@ -354,17 +373,20 @@ class FunctionContext:
                     self.bind(sub, self.kinds.get(id(val), UNKNOWN), val)
                 return
             element = TENSOR if kind in (TENSOR, TENSORS, BOOL_TENSOR) else HOST if kind == HOST else UNKNOWN
+            part = value if value is not None and self.owned(value) else None  # `k, v = past.layers[i]`: parts of it
             for sub in elts:
-                self.bind(sub.value if isinstance(sub, ast.Starred) else sub, element, None)
+                self.bind(sub.value if isinstance(sub, ast.Starred) else sub, element, part)
         elif t is ast.Attribute:
             self.expr(target.value)  # type: ignore[attr-defined]
             if isinstance(target.value, ast.Name) and target.value.id == "self":  # type: ignore[attr-defined]
                 self.writes_self.add(target.attr)  # type: ignore[attr-defined]
                 self._run(DISPATCH.self_writes, target)
+            else:
+                self._run(DISPATCH.outer_writes, target)  # `past.seen = n`: an object the caller keeps
         elif t is ast.Subscript:
             self.expr(target.value)  # type: ignore[attr-defined]
             self.expr(target.slice)  # type: ignore[attr-defined]
-            self._run(DISPATCH.subscript_writes, target)
+            self._run(DISPATCH.outer_writes, target)
         elif t is ast.Starred:
             self.bind(target.value, TENSORS if kind == TENSORS else kind, None)  # type: ignore[attr-defined]
 
@@ -808,7 +830,8 @@ def _assert(ctx: FunctionContext, node: ast.Assert) -> None:
 
 def _for(ctx: FunctionContext, node: ast.For | ast.AsyncFor) -> None:
     kind = ctx.expr(node.iter)
-    ctx.bind(node.target, ctx._element_kind(node.iter, kind), None)
+    owned = node.iter if ctx.owned(node.iter) else None  # `for layer in past.layers`: each item is the caller's
+    ctx.bind(node.target, ctx._element_kind(node.iter, kind), owned)
     ctx._note_origin(node.target, node.iter)
     ctx.body(node.body)
     ctx.body(node.orelse)

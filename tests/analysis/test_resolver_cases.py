@@ -697,6 +697,32 @@ class Syncing({Layer}):
         {"nets.Net": "eligible", "nets.Syncing": "ineligible"},
     ),
     # a Sequential subclass without a forward of its own runs what it holds: what its constructor was given,
+    # a write through a local alias of an argument, or into a part of it, mutates what the caller keeps
+    "argument-alias-mutation": (
+        {"m.py": """from {nn} import {Layer}
+
+
+class Aliased({Layer}):
+    def forward(self, x, past: Cache):
+        cache = past.self_attention_cache
+        cache.update(x)
+        return x
+
+
+class PartWritten({Layer}):
+    def forward(self, x, past: Cache):
+        past.is_updated[0] = True
+        return x
+
+
+class Copied({Layer}):
+    def forward(self, x, past: Cache):
+        cache = dict(past.self_attention_cache)
+        cache.update(k=x)
+        return x
+"""},
+        {"m.Aliased": "ineligible", "m.PartWritten": "ineligible", "m.Copied": "eligible"},
+    ),
     # what it added (by keywords too) and the layers it assigns to itself
     "container-subclass-items": (
         {"parts.py": CLEAN, "seq.py": """from {nn} import Sequential

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
+from autograph_cg.analysis.guards import OTHER, SPREAD
 from autograph_cg.analysis.kinds import (
     BOOL_TENSOR,
     HOST,
@@ -30,6 +31,7 @@ from autograph_cg.rules.dispatch import DISPATCH
 from autograph_cg.analysis.scope import dotted_name
 
 if TYPE_CHECKING:
+    from autograph_cg.analysis.resolver.summaries import Expr
     from autograph_cg.analysis.resolver.summarize import Summarizer
     from autograph_cg.analysis.scope import ClassScope, ModuleScope
     from autograph_cg.rules.base import Rule
@@ -278,7 +280,10 @@ class FunctionContext:
             return
         index = len(self.conditions)
         text = self.module.snippet(test)
-        self.conditions.append(Condition(self.summarizer.condition(test, "self" if self.cls is not None else None), text, negated))
+        tested = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.params})
+        tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
+        expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors))
         outer = self.active
         self.active = outer + (index,)
         try:
@@ -482,7 +487,25 @@ class FunctionContext:
             whole = self.summarizer.expression(node, "self" if self.cls is not None else None)
         span, text = self.module.span(node), self.module.snippet(func)
         scope = self.scope_name if self.scope_name != self.qualname else ""
-        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope))
+        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope, self._passes(node)))
+
+    def _passes(self, node: ast.Call) -> tuple[tuple[int | str | None, Expr], ...]:
+        """What a call passes, as guards read it: this function's own parameters, constants, anything else."""
+        out: list[tuple[int | str | None, Expr]] = []
+        for index, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                out.append((index, SPREAD))
+                break
+            out.append((index, self._passed(arg)))
+        out.extend((keyword.arg, self._passed(keyword.value)) for keyword in node.keywords)
+        return tuple(out)
+
+    def _passed(self, node: ast.expr) -> Expr:
+        if isinstance(node, ast.Name) and node.id in self.params:
+            return ("n", node.id)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (type(None), bool, int, float, str)):
+            return ("c", node.value)
+        return OTHER
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         if name in self.env or name in self.local_funcs:

@@ -117,3 +117,49 @@ def test_bad_warmup_steps_in_pyproject_is_a_usage_error(pkg: Path) -> None:
     result = run("pkg")
     assert result.exit_code == 2 and "warmup-steps" in result.stderr
     assert (pkg / "layers.py").read_text() == LAYERS
+
+
+GUARDED = """import paddle.nn as nn
+
+
+class Attention(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, past_key_values=None):
+        y = self.fc(x)
+        if past_key_values is not None:
+            y = past_key_values.update(y)
+        return y
+
+
+class Net(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.count = 0
+
+    def forward(self, x):
+        self.count += 1
+        return self.attn(x, self.count)
+"""
+
+
+def test_a_guarded_site_is_wrapped_with_its_guard_then_existing_and_a_stale_guard_is_updated(pkg: Path) -> None:
+    from autograph_cg.cli.plan import plan
+
+    layers = pkg / "layers.py"
+    layers.write_text(GUARDED)
+    wrapped = 'self.attn = CUDAGraphedLayer(Attention(), guard={"past_key_values": "is None"})'
+    assert run("pkg", "--min-kernels", "1").exit_code == 0
+    assert wrapped in layers.read_text()
+    assert run("pkg", "--min-kernels", "1", "--check").exit_code == 0  # wrapped with the right guard: existing
+    site = json.loads(CliRunner().invoke(plan, ["pkg", "--no-cache", "--min-kernels", "1", "--format", "json"]).stdout)["sites"][0]
+    assert (site["existing"], site["guard"]) == (True, {"past_key_values": "is None"})
+    layers.write_text(layers.read_text().replace('"is None"', '"falsy"'))
+    assert run("pkg", "--min-kernels", "1", "--check").exit_code == 1  # a stale guard is a pending change
+    assert run("pkg", "--min-kernels", "1").exit_code == 0
+    assert wrapped in layers.read_text()
+    assert run("pkg", "--undo").exit_code == 0
+    assert layers.read_text() == GUARDED

@@ -20,7 +20,7 @@ from typing import Any
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
-from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
+from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary
 from autograph_cg.analysis.resolver.values import (
     EMPTY,
@@ -880,7 +880,7 @@ class Solver:
         first = EMPTY if not args else self._eval(args[0][1], ctx) if args[0][0] == "*" else self._eval(args[0], ctx)
         if qual == "typing.cast":
             return self._eval(args[1], ctx) if len(args) > 1 else first
-        if qual in ("functools.partial", "copy.deepcopy", "copy.copy", "builtins.iter", "dataclasses.replace"):
+        if qual in ("functools.partial", "copy.deepcopy", "copy.copy", "builtins.iter", "dataclasses.replace", RUNTIME_WRAPPER):
             return first
         if qual == "builtins.next":
             return self._items(first)

@@ -59,6 +59,8 @@ _CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdef
 #: Tensor attributes that are tensors themselves.
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
 _LAYER_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "running_mean", "running_var", "_mean", "_variance"})
+#: What reading a tensor gives: its metadata or its own data.
+_TENSOR_READS = _TENSOR_ATTRIBUTES | fw.HOST_ATTRIBUTES
 
 
 def _annotation_names(node: ast.expr) -> list[str]:
@@ -195,12 +197,14 @@ class FunctionContext:
             return self.owned(node.body) or self.owned(node.orelse)
         if isinstance(node, ast.BoolOp):
             return next((name for value in node.values if (name := self.owned(value))), None)
-        root = node
+        root, first = node, None
         while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
-        if isinstance(root, ast.Name) and self.is_argument(root.id) and not self.is_tensor(node):
-            return root.id  # a part that is no tensor (`past.layers`) says the argument is none either
-        return None
+            root, first = root.value, root
+        if not isinstance(root, ast.Name) or not self.is_argument(root.id) or self.is_tensor(node):
+            return None
+        if self.is_tensor(root) and (isinstance(first, ast.Subscript) or first is not None and first.attr in _TENSOR_READS):
+            return None  # `x.shape`, `x[0]` of a tensor: a fresh value or the tensor's own data, not the caller's container
+        return root.id  # a part that is no tensor attribute (`past.layers`) says the argument is no tensor either
 
     def in_test(self) -> bool:
         """Whether the node being checked is (part of) an if/while/assert/ternary condition."""

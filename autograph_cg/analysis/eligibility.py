@@ -20,7 +20,7 @@ from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, Modu
 from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
-from autograph_cg.analysis.resolver.summaries import ITEMS
+from autograph_cg.analysis.resolver.summaries import ITEMS, reads_self
 from autograph_cg.analysis.resolver.values import Atom, Value
 from autograph_cg.analysis.verdicts import Guard, Guarded, Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
@@ -522,6 +522,11 @@ class Package:
     ) -> None:
         kind, target = call.kind, call.target
         here = site if site is not None else (module.module, step, None)  # where the call's expressions are solved
+        if site is None and context != owner and owner in self.classes and context in self.classes:
+            summary = self.solver.scope(module.module, step)  # an inherited method: for the class it runs for, when
+            read = call.callee if call.callee is not None else call.call  # what it solves depends on which that is
+            if summary is not None and read is not None and reads_self(read, summary):
+                here = (module.module, step, ("self", context))
         if call.scope:  # inside a closure: its own names first, then the function's (for this call, if any)
             here = (module.module, call.scope, ("in", site) if site is not None else None)
         if kind == "self" and context in self.classes:
@@ -556,7 +561,8 @@ class Package:
         elif kind == "instance":  # a layer built in forward and called: `loss_fct = CrossEntropyLoss(); loss_fct(y)`
             self._run(self.solver.value(("g", target), module.module, ""), call, module, result, f"{step} → {call.text}")
         elif kind == "unresolved" and call.callee is not None:
-            self._run(self.solver.value_in(call.callee, here), call, module, result, step, site=site)
+            usual = lambda: self.configured.value_in(call.callee, here)  # noqa: E731 (what construction builds there)
+            self._run(self.solver.value_in(call.callee, here), call, module, result, step, default=usual, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
 
@@ -581,13 +587,13 @@ class Package:
         (a Sequential runs them all): their kernels add up, where of a callee's candidates only the largest counts."""
         if default is not None and not _lone_object(value):  # a lone class or instance: the default build holds
             trial = _Result()  # it or nothing, which decides nothing, so it is not solved
-            self._run(value, call, module, trial, step, constructs)
+            self._run(value, call, module, trial, step, constructs, site=site)
             if trial.status is not Status.ELIGIBLE and not trial.hard:
                 usual = default()
                 if usual and usual != value:
-                    self._run(usual, call, module, result, step, constructs)
+                    self._run(usual, call, module, result, step, constructs, site=site)
                     other = _Result()
-                    self._run(frozenset(value - usual), call, module, other, step, constructs)
+                    self._run(frozenset(value - usual), call, module, other, step, constructs, site=site)
                     other.kernels = 0
                     result.take(other, None, "a non-default configuration builds it", bind=same)
                     return

@@ -148,6 +148,7 @@ RULES = (
             "class Case(nn.Module):\n    def forward(self, x, past):\n        cache = dict(past.layers)\n        cache.update(k=x)\n        return cache",
             "class Case(nn.Module):\n    def forward(self, x, past):\n        y = x[0]\n        y[0] = 1.0\n        return y",
             "class Case(nn.Module):\n    def forward(self, x):\n        x.requires_grad = False\n        return x",
+            "class Case(nn.Layer):\n    def forward(self, x):\n        shape = x.shape\n        shape[0] = 1\n        return x.reshape(shape)",
         ),
     ),
     Rule(

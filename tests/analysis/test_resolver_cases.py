@@ -697,6 +697,140 @@ class Syncing({Layer}):
         {"nets.Net": "eligible", "nets.Syncing": "ineligible"},
     ),
     # a Sequential subclass without a forward of its own runs what it holds: what its constructor was given,
+    # a registry that is an object: a mapping class whose `__getitem__` builds the class stored under the key,
+    # run for each key looked up (a config value's default among them)
+    "mapping-class-registry": (
+        {"parts.py": CLEAN + """
+
+class Scaled({Layer}):
+    def __init__(self, factor=1):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+""", "m.py": """from collections import OrderedDict
+
+from {nn} import {Layer}
+
+from .parts import Clean, Scaled, Sync
+
+
+class ClassInstantier(OrderedDict):
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {{}})
+        return cls(**kwargs)
+
+
+ACT2FN = ClassInstantier({{"clean": Clean, "scaled": (Scaled, {{"factor": 2}}), "sync": Sync}})
+
+
+class Config:
+    def __init__(self, hidden_act="clean"):
+        self.hidden_act = hidden_act
+
+
+class Intermediate({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Model({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inter = Intermediate(Config())
+
+    def forward(self, x):
+        return self.inter(x)
+
+
+class Scaling({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = ACT2FN["scaled"]
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Synced({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = ACT2FN["sync"]
+
+    def forward(self, x):
+        return self.act(x)
+"""},
+        {"m.Intermediate": "eligible", "m.Model": "eligible", "m.Scaling": "eligible", "m.Synced": "ineligible"},
+    ),
+    # `self` in an inherited method is the class that runs it: its prefix, what its own methods make
+    "self-in-inherited-methods": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Base({Layer}):
+    prefix = "model"
+
+    def __init__(self):
+        super().__init__()
+        setattr(self, self.prefix, self.make())
+
+    def forward(self, x):
+        return getattr(self, self.prefix)(x)
+
+
+class GoodHead(Base):
+    prefix = "body"
+
+    def make(self):
+        return Clean()
+
+
+class BadHead(Base):
+    prefix = "trunk"
+
+    def make(self):
+        return Sync()
+"""},
+        {"m.GoodHead": "eligible", "m.BadHead": "ineligible"},
+    ),
+    # a setter nothing in the package calls does not blank what the constructor builds: conditional at most
+    "setters": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Embedder({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.wte = Clean()
+
+    def set_input_embeddings(self, new):
+        self.wte = new
+
+    def forward(self, x):
+        return self.wte(x)
+
+
+class Built({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.wte = Sync()
+
+    def set_input_embeddings(self, new):
+        self.wte = new
+
+    def forward(self, x):
+        return self.wte(x)
+"""},
+        {"m.Embedder": "conditional", "m.Built": "ineligible"},
+    ),
     # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
     # tested branch blocks

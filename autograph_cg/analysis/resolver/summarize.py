@@ -329,8 +329,10 @@ class Summarizer:
         if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
             owner, name, value = call.args
             if _names_self(owner, scope):
-                literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
-                scope.add(scope.self_attrs, name.value if literal else DYNAMIC, self._expr(value, scope))  # type: ignore[union-attr]
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    scope.add(scope.self_attrs, name.value, self._expr(value, scope))
+                else:  # under a computed name: the name is solved where the attribute is read
+                    scope.add(scope.self_attrs, DYNAMIC, ("named", self._expr(name, scope), self._expr(value, scope)))
                 return
         self._expr(call, scope)
 

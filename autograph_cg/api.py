@@ -14,11 +14,11 @@ from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
 from autograph_cg.analysis.runner import FactsCache, Indexer, ProgressSink, ResultCache, paused_gc, run_key, stamp_files
-from autograph_cg.analysis.verdicts import Status
+from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
 from autograph_cg.rules.registry import family_of
-from autograph_cg.sources import discover
+from autograph_cg.sources import SourceFile, gather
 
 DEFAULT_CACHE = ".autograph-cg-cache"
 
@@ -30,6 +30,7 @@ class Options:
     use_cache: bool = True
     cache_dir: str | None = None  # default: .autograph-cg-cache in the working directory
     force_exclude: bool = False  # apply excludes to files named on the command line too (pre-commit)
+    files_alone: bool = False  # files named are all there is; by default their package is analyzed with them
     wrap_unknown: bool = False  # let the plan wrap classes whose verdict is unknown
     plan: bool = True  # False (lint): findings and verdicts only; solving every construction for the plan is skipped
     progress: ProgressSink | None = None
@@ -70,6 +71,20 @@ class Analysis:
     plan: Plan | None  # None when `Options.plan` is False
     files: list[str]
     summary: Summary
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # every layer class's (the plan's too)
+    lines: dict[str, int] = field(default_factory=dict)  # per file analyzed
+
+    def only(self, shown: frozenset[str]) -> "Analysis":
+        """What the analysis says about the files `shown` (their findings, classes, sites and errors), decided with
+        every file it read: a file named alone is reported as the run over its whole package reports it."""
+        files = [f for f in self.files if f in shown]
+        errors = [e for e in self.errors if e.path in shown]
+        verdicts = {q: v for q, v in self.verdicts.items() if v.path in shown}
+        plan = self.plan.only(shown) if self.plan is not None else None
+        findings = [f for f in self.findings if f.path in shown]
+        lines = {f: n for f, n in self.lines.items() if f in shown}
+        summary = _summary(len(shown), files, lines, errors, findings, verdicts, plan)
+        return Analysis(findings, errors, plan, files, summary, verdicts, lines)
 
 
 def default_min_kernels() -> int:
@@ -100,8 +115,15 @@ def analyze(paths: list[str], options: Options | None = None) -> Analysis:
 
 def _analyze(paths: list[str], options: Options | None) -> Analysis:
     options = options or Options()
+    request = gather(paths, options.config.exclude, options.force_exclude, not options.files_alone)
+    whole = _whole(request.sources, options)
+    shown = whole.only(request.shown) if request.shown is not None else whole
+    return replace(shown, errors=sorted(request.errors + shown.errors, key=lambda e: e.path))
+
+
+def _whole(sources: list[SourceFile], options: Options) -> Analysis:
+    """The analysis of `sources` as one package, from the cache of answers when none of them changed."""
     config = options.config
-    sources, errors = discover(paths, config.exclude, options.force_exclude)
     cache_dir = None
     if options.use_cache:
         cache_dir = Path(options.cache_dir or config.cache_dir or os.environ.get("AUTOGRAPH_CG_CACHE_DIR") or DEFAULT_CACHE)
@@ -112,7 +134,7 @@ def _analyze(paths: list[str], options: Options | None) -> Analysis:
     for known in (key,) if options.plan else (key, run_key(stamped, repr((*settings, True)))):  # a planned answer serves lint too
         cached = results.get(known)
         if isinstance(cached, Analysis):
-            return replace(cached, errors=sorted(errors + cached.errors, key=lambda e: e.path))
+            return cached
     facts_cache = FactsCache(cache_dir)
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
 
@@ -141,23 +163,32 @@ def _analyze(paths: list[str], options: Options | None) -> Analysis:
         verdicts = package.compute_all()
         findings = package.reachable_findings()
         internal = package.internal_errors()
+    read_errors = sorted(read_errors + internal, key=lambda e: e.path)
+    files = [m.path for m in modules]
+    lines = {m.path: m.lines for m in modules}
+    summary = _summary(len(sources), files, lines, read_errors, findings, verdicts, plan)
+    analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
+    facts_cache.save(file_key for _, file_key, _ in stamped)
+    results.put(key, analysis)
+    return analysis
+
+
+def _summary(
+    seen: int, files: list[str], lines: dict[str, int], errors: list[SourceError], findings: list[Finding], verdicts: dict[str, Verdict], plan: Plan | None
+) -> Summary:
+    """The counts of one answer: `seen` files, `files` of them analyzed; `errors` of reading and of the analyzer."""
     families = Counter(family_of(f.code).name for f in findings)
     codes = Counter(f.code for f in findings)
     statuses = Counter(v.status.value for v in verdicts.values())
-    summary = Summary(
-        files=len(sources),
-        analyzed=len(modules),
-        failed=sum(1 for e in read_errors if not e.internal),
+    return Summary(
+        files=seen,
+        analyzed=len(files),
+        failed=sum(1 for e in errors if not e.internal),
         findings=len(findings),
         by_family=dict(sorted(families.items())),
         by_code=dict(sorted(codes.items())),
         verdicts={s.value: statuses.get(s.value, 0) for s in Status},
         sites=sum(1 for s in plan.sites if not s.existing) if plan is not None else None,
-        lines=sum(m.lines for m in modules),
-        internal_errors=len(internal) + sum(1 for e in read_errors if e.internal),
+        lines=sum(lines.values()),
+        internal_errors=sum(1 for e in errors if e.internal),
     )
-    read_errors = sorted(read_errors + internal, key=lambda e: e.path)
-    analysis = Analysis(findings, read_errors, plan, [m.path for m in modules], summary)
-    facts_cache.save(file_key for _, file_key, _ in stamped)
-    results.put(key, analysis)
-    return replace(analysis, errors=sorted(errors + read_errors, key=lambda e: e.path))

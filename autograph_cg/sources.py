@@ -21,6 +21,8 @@ DEFAULT_EXCLUDES = (".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox
 #: Build output folders, skipped unless they are a package of the source (`models/build/__init__.py`).
 ARTIFACT_FOLDERS = ("build", "dist")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+#: What marks the root of a project (a checkout, a source tree): the climb to a file's package stops there.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,60 @@ def discover(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: boo
         if not found_any:
             errors.append(SourceError(raw, "no Python files found"))
     return sorted(files.values(), key=lambda f: f.path), errors
+
+
+def package_root(path: str) -> str:
+    """The folder whose analysis answers for the file `path`: what its imports and its callers can reach.
+
+    A file in a package (`__init__.py` folders) belongs to its top package, climbing no higher than the project
+    root (the nearest folder with a `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`). When the top package sits
+    at the project root or in its `src/` folder, the root is that folder, which also holds the project's other
+    packages and scripts (as `autograph-cg lint .` there sees them); elsewhere (a wheel, site-packages, a package
+    nested in some folder) it is the top package alone. A file outside any package belongs to its own folder.
+    Spelled relative to the working directory when it lies below it, as the files found under it are shown."""
+    folder = os.path.dirname(os.path.abspath(path))
+    project = next((f for f in _ancestors(folder) if any(os.path.exists(os.path.join(f, m)) for m in PROJECT_MARKERS)), None)
+    root = folder
+    if _package_of(folder):
+        while root != project and _package_of(os.path.dirname(root)) and os.path.dirname(root) != root:
+            root = os.path.dirname(root)
+        source = os.path.dirname(root)
+        if project is not None and source in (project, os.path.join(project, "src")):
+            root = source
+    relative = os.path.relpath(root)
+    return relative if not relative.startswith("..") else root
+
+
+def _ancestors(folder: str) -> list[str]:
+    found = [folder]
+    while os.path.dirname(found[-1]) != found[-1]:
+        found.append(os.path.dirname(found[-1]))
+    return found
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a run analyzes and what it reports on."""
+
+    sources: list[SourceFile]  # every file to analyze
+    shown: frozenset[str] | None  # the files to report on (shown paths); None: all of `sources`
+    errors: list[SourceError]  # paths named that cannot be analyzed
+
+
+def gather(paths: list[str], exclude: tuple[str, ...] = (), force_exclude: bool = False, packages: bool = True) -> Request:
+    """The files under `paths`; with `packages`, a file named alone brings its package (`package_root`): the
+    answers for it are the whole package's, reported for the files named. Without, the named files are all there
+    is (what the analysis of those files alone would say)."""
+    named, errors = discover(paths, exclude, force_exclude)
+    files = [p for p in paths if os.path.isfile(p)]
+    if not packages or not files:
+        return Request(named, None, errors)
+    wider, _ = discover(sorted({package_root(p) for p in files}), exclude)  # folders nobody named: their errors are not reported
+    known = {s.real for s in named}  # resolved; a walk's paths are resolved only where a link is walked through
+    names = {os.path.basename(r) for r in known}
+    more = [s for s in wider if s.real not in known and not (os.path.basename(s.real) in names and os.path.realpath(s.real) in known)]
+    sources = sorted(named + more, key=lambda f: f.path)
+    return Request(sources, frozenset(s.path for s in named), errors)
 
 
 def decode(data: bytes) -> str:

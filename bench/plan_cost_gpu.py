@@ -81,7 +81,7 @@ WRAPPINGS = {"alone": False, "in a run": True}  # how each layer is wrapped -> f
 def measure(torch: Any, bench: Any, family: str, k: int, layers: int, train: bool) -> dict[str, float]:
     from runtime_gpu import step_of
 
-    from autograph_cg.runtime import CUDAGraphedLayer
+    from autograph_cg.runtime import CUDAGraphedLayer, stats_of
 
     torch.manual_seed(0)
     x = torch.randn(BATCH, SEQ, D, device="cuda", requires_grad=train)
@@ -94,7 +94,7 @@ def measure(torch: Any, bench: Any, family: str, k: int, layers: int, train: boo
     launches = launches_per_call(torch, steps["eager"], 5) / layers
     for name in WRAPPINGS:
         for layer in models[name]:
-            stats = layer.stats
+            stats = stats_of(layer)
             if stats["disabled_reason"] or stats["eager_calls"] or stats["eager_backwards"] or stats["fallbacks"]:
                 raise SystemExit(f"plan_cost_gpu: a wrapped layer ran eagerly ({family}, k={k}, {name}): {stats}")
     per_layer = {name: ms * 1e3 / layers for name, ms in times.items()}

@@ -89,7 +89,9 @@ def silence_replays(wrapped: list) -> int:
     """Make every captured graph's replay a no-op (the layers' own and their fused runs'); returns
     how many graphs there are."""
     count = 0
-    runners = [layer._runner for layer in wrapped]
+    from autograph_cg.runtime.graphed import state_of
+
+    runners = [state_of(layer).runner for layer in wrapped]
     runners += [chain.runner for runner in runners for chain in runner.chains.values()]
     for runner in runners:
         for entry in runner.entries.values():

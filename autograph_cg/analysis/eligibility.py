@@ -701,6 +701,12 @@ class Package:
         if not targets:
             self._unresolved(call, module, result, step)
 
+    def forward_parameters(self, qual: str) -> set[str]:
+        """The parameters a call of the layer class's forward may name (self left out)."""
+        found = self.find_method(qual, "forward")
+        summary = self.solver.scope(self.classes[found[0]][0].module, found[1].qualname) if found is not None else None
+        return set(summary.params[summary.implicit :]) if summary is not None else set()
+
     def _binder(self, call: CallRef | None, owner: str, function: FunctionFacts) -> Binder | None:
         """How the guards of what `call` runs become the caller's: the callee's parameters bound to what it passes."""
         module = self.classes[owner][0] if owner in self.classes else self.modules.get(owner)

@@ -5,7 +5,7 @@ data-dependent shape, no host control flow on tensor values and no per-call Pyth
 that calls, and a graph-safe random stream where it draws one), a `container`, a `base`, or `off`: checked and left
 off the allowlist, with the reason, so that a parent holding it stays `unknown`. Evidence is `source` (its forward,
 the functions it calls and the kernels it ends in were read: paddlepaddle 3.3.1, torch 2.13, torchvision 0.29) or
-`gpu` (captured with `torch.cuda.graph` and replayed against eager, forward and backward, by
+`gpu` (wrapped in `CUDAGraphedLayer`, the path users run, and replayed against eager, forward and backward, by
 `tests/analysis/test_framework_capture_gpu.py`). `tests/analysis/test_framework_lists.py` keeps table, frameworks
 and source in step.
 """
@@ -134,8 +134,9 @@ TORCHVISION: list[Layer] = [
           caveat="norm_layer, activation_layer: the classes given are built and run"),
     Layer(f"{_TV}.DeformConv2d", OFF, GPU, "torchvision::deform_conv2d: its capture did not match eager on the H200"),
     *_rows(KNOWN, GPU, _TV, "RoIAlign RoIPool", "roi kernels over a rois tensor (K, 5)", True),
-    *_rows(OFF, GPU, _TV, "PSRoIAlign PSRoIPool", "position-sensitive roi kernels: their capture did not match eager on "
-           "the H200 in training", True),
+    Layer(f"{_TV}.PSRoIPool", KNOWN, GPU, "position-sensitive roi max pooling over a rois tensor (K, 5)", True),
+    Layer(f"{_TV}.PSRoIAlign", OFF, GPU, "position-sensitive roi align: its replay did not match eager on the H200 "
+          "in training", True),
     Layer(f"{_TV}.MultiScaleRoIAlign", OFF, SOURCE, "assigns boxes to levels with `torch.where(levels == level)[0]`, a "
           "data-dependent size (torchvision/ops/poolers.py)"),
     Layer(f"{_TV}.FeaturePyramidNetwork", OFF, SOURCE, "takes a dict of feature maps and runs the extra_blocks it is "

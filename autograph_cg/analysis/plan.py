@@ -9,8 +9,8 @@ be captured is wrapped whole. Sites too small to pay are listed with their estim
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Collection, NamedTuple
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.guards import consistent, literal
@@ -67,6 +67,14 @@ class TreeNode:
     site: WrapSite | None = None
     children: tuple["TreeNode", ...] = field(default=())
     shown_above: bool = False  # its sublayers are listed where the class first appears (the tree stays linear)
+    verdict: Verdict | None = None  # a package class's (None for other layers): the tree is read without the plan
+
+
+class Note(NamedTuple):
+    """Advice about one class (`subject`): an eligible root to wrap where it is built, say."""
+
+    subject: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -74,10 +82,23 @@ class Plan:
     sites: tuple[WrapSite, ...]
     verdicts: dict[str, Verdict]
     roots: tuple[TreeNode, ...]
-    notes: tuple[str, ...] = ()  # e.g. eligible roots the user can wrap where they build them
+    notes: tuple[Note, ...] = ()  # e.g. eligible roots the user can wrap where they build them
     skipped: tuple[SkippedSite, ...] = ()
     min_kernels: int = DEFAULT_MIN_KERNELS
-    unresolved: tuple[tuple[str, int], ...] = ()  # the names unresolved most often: what to declare
+    unresolved: tuple[tuple[str, int], ...] = ()  # the names unresolved most often in the package: what to declare
+
+    def only(self, paths: Collection[str]) -> "Plan":
+        """The plan of the whole package as it concerns the files `paths`: their sites, their classes (with the
+        trees of those that are roots) and the notes about them. What to declare stays the package's."""
+        verdicts = {q: v for q, v in self.verdicts.items() if v.path in paths}
+        return replace(
+            self,
+            sites=tuple(s for s in self.sites if s.path in paths),
+            verdicts=verdicts,
+            roots=tuple(r for r in self.roots if r.qualname in verdicts),
+            notes=tuple(n for n in self.notes if n.subject in verdicts),
+            skipped=tuple(s for s in self.skipped if s.path in paths),
+        )
 
 
 @dataclass(frozen=True)
@@ -104,9 +125,13 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     statuses = (Status.ELIGIBLE, Status.CONDITIONAL, Status.UNKNOWN) if wrap_unknown else (Status.ELIGIBLE, Status.CONDITIONAL)
 
     def guard(built: _Built) -> Guard | None:
-        """The tests every class a site may build needs, together; None when no call could pass them all."""
+        """The tests every class a site may build needs, together; None when no call could pass them all or a class
+        built there has no such parameter (the runtime binds the guard to the wrapped layer's forward)."""
         tests = {t for c in built.classes if c in verdicts for t in verdicts[c].guard}
-        return tuple(sorted(tests)) if consistent(tests) else None
+        names = {name for name, _ in tests}
+        if not consistent(tests) or any(not names <= package.forward_parameters(c) for c in built.classes if names):
+            return None
+        return tuple(sorted(tests))
 
     def capturable(built: _Built, guarded: bool = True) -> bool:
         """`guarded`: a class needing a guard may be built there (its own wrapper checks it)."""
@@ -226,12 +251,12 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     built_loose = {c for e in owned.get("", ()) for c in e.built.classes}
     wrappable = {q for q, v in verdicts.items() if v.status in statuses}
     notes = [
-        f"{qual} is {verdicts[qual].status.value} as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...){_guard_argument(verdicts[qual].guard)})`"
+        Note(qual, f"{qual} is {verdicts[qual].status.value} as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...){_guard_argument(verdicts[qual].guard)})`")
         for qual in verdicts
         if qual in wrappable and qual not in constructed_inside and qual not in built_loose
     ]
     notes += [
-        f"{qual} is inside a graph in one place and not in another: its sublayers are left unwrapped"
+        Note(qual, f"{qual} is inside a graph in one place and not in another: its sublayers are left unwrapped")
         for qual, seen in states.items()
         if len(seen) == 2 and owned.get(qual)
     ]
@@ -242,7 +267,7 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         wrapped = site is not None
         held = in_graph or (wrapped and verdicts[qual].status is not Status.CONDITIONAL)
         if (qual, held) in expanded and owned.get(qual):
-            return TreeNode(qual, target, wrapped, in_graph, site, shown_above=True)
+            return TreeNode(qual, target, wrapped, in_graph, site, shown_above=True, verdict=verdicts[qual])
         children: list[TreeNode] = []
         if depth < 24 and qual not in path:
             expanded.add((qual, held))
@@ -251,13 +276,13 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
                 for child in entry.built.classes:
                     if child in verdicts:
                         children.append(tree(child, entry.site.target, inside, by_site.get(id(entry.site)), depth + 1, (*path, qual)))
-        return TreeNode(qual, target, wrapped, in_graph, site, tuple(children))
+        return TreeNode(qual, target, wrapped, in_graph, site, tuple(children), verdict=verdicts[qual])
 
     roots = [tree(q, "", False, None, 0, ()) for q in sorted(verdicts) if q not in constructed_inside]
     sites.sort(key=lambda s: (s.path, s.span.line, s.span.col))
     skipped.sort(key=lambda s: (s.path, s.span.line, s.span.col))
     unresolved = tuple(package.unresolved_names.most_common(10))
-    return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes)), tuple(skipped), min_kernels, unresolved)
+    return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes, key=lambda n: n.text)), tuple(skipped), min_kernels, unresolved)
 
 
 def _function_owners(package: Package, module: str, scope: str, depth: int = 0) -> list[str]:

@@ -30,6 +30,12 @@ def analysis_options(f: F) -> F:
             click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to leave out."),
             click.option("--exclude", multiple=True, help="Glob patterns of files or folders to skip."),
             click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too."),
+            click.option(
+                "--files-alone",
+                is_flag=True,
+                help="Analyze the files named as if they were the whole package. By default a file brings its package "
+                "(its top package, or the project folder holding it) and is reported as the run over that package reports it.",
+            ),
             click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A pyproject.toml to read instead of the nearest one."),
             click.option("--unknown", type=click.Choice(["unknown", "block", "allow"]), help="What unresolved calls make a verdict."),
             click.option("-j", "--jobs", type=click.IntRange(min=1), help="Processes (default: one per core)."),
@@ -75,6 +81,7 @@ def build_options(paths: tuple[str, ...], kwargs: dict[str, Any], wrap_unknown: 
         use_cache=not kwargs.get("no_cache"),
         cache_dir=kwargs.get("cache_dir"),
         force_exclude=bool(kwargs.get("force_exclude")),
+        files_alone=bool(kwargs.get("files_alone")),
         wrap_unknown=wrap_unknown,
         progress=Progress(sys.stderr, quiet=bool(kwargs.get("quiet"))),
     )

@@ -93,7 +93,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
             for s in plan.skipped
         ],
         "unresolved": [{"name": name, "count": count} for name, count in plan.unresolved],
-        "notes": list(plan.notes),
+        "notes": [note.text for note in plan.notes],
     }
 
 
@@ -125,11 +125,12 @@ def write_text(plan: Plan, stream: TextIO, style: Style) -> None:
         for name, count in plan.unresolved:
             stream.write(f"  {count:5d}  {name}\n")
     for note in plan.notes:
-        stream.write(f"\nnote: {note}\n")
+        stream.write(f"\nnote: {note.text}\n")
 
 
 def _node(plan: Plan, node: TreeNode, stream: TextIO, style: Style, prefix: str, last: bool, root: bool) -> None:
-    verdict = plan.verdicts[node.qualname]
+    verdict = node.verdict
+    assert verdict is not None  # the plan's tree holds package classes only
     label = node.qualname if root else f"{node.target}: {node.qualname.rsplit('.', 1)[-1]}"
     guard = f", guard: {render_guard(node.site.guard)}" if node.site is not None and node.site.guard else ""
     mark = f"  [wrapped{guard}]" if node.wrapped else "  (in graph)" if node.in_graph else ""

@@ -130,10 +130,6 @@ class _Page:
     def where(self, path: str, line: int) -> str:
         return f'<span class="muted">{escape(self.rel(path))}:{line}</span>'
 
-    def status(self, qualname: str) -> str:
-        verdict = self.plan.verdicts.get(qualname)
-        return verdict.status.value if verdict else EXTERNAL
-
     def root_note(self) -> str:
         if self.root == os.getcwd():
             return ""
@@ -207,7 +203,7 @@ class _Page:
         self.write("</ul></section>\n")
 
     def node(self, node: TreeNode) -> None:
-        verdict = self.plan.verdicts.get(node.qualname)
+        verdict = node.verdict
         status = verdict.status.value if verdict else EXTERNAL
         name = node.qualname.rsplit(".", 1)[-1]
         tags = ""
@@ -315,7 +311,7 @@ class _Page:
                 self.write(f"<li><code>{escape(name)}</code> <span class=\"muted\">{count}</span></li>")
             self.write("</ul>")
         for note in self.plan.notes:
-            self.write(f'<p class="muted">{escape(note)}</p>')
+            self.write(f'<p class="muted">{escape(note.text)}</p>')
         self.write("</section>\n")
 
     def findings(self) -> None:

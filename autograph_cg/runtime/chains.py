@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple
+from dataclasses import replace
+from typing import Any, Callable, ClassVar, NamedTuple
 
+from .slots import Entry
 from .tree import unflatten
 
-if TYPE_CHECKING:
-    from .core import Entry, Runner
+# core's Runner: named in annotations only (core imports this module, not the other way round).
+Runner = Any
 
 STABLE = 2  # replayed calls in a row with the same successor before a run is fused
 MAX_BREAKS = 2  # runs of one head that ended early before that head stops fusing
@@ -29,8 +31,8 @@ MISS = object()
 class Member(NamedTuple):
     """One layer of a run: its runner, its key's entry, and where its tensor arguments come from."""
 
-    runner: "Runner"
-    entry: "Entry"
+    runner: Runner
+    entry: Entry
     mapping: tuple  # per tensor argument: (OUT, index into the previous member's outputs) or (ARG, index)
 
 
@@ -40,7 +42,7 @@ class Call:
 
     __slots__ = ("runner", "entry", "outs", "run_args")
 
-    def __init__(self, runner: "Runner", entry: "Entry", outs: list, run_args: list) -> None:
+    def __init__(self, runner: Runner, entry: Entry, outs: list, run_args: list) -> None:
         self.runner, self.entry = weakref.ref(runner), weakref.ref(entry)
         self.outs, self.run_args = [weakref.ref(t) for t in outs], run_args
 
@@ -49,8 +51,8 @@ class Link(NamedTuple):
     """How a call follows the previous one: that call's layer and key, and where each tensor
     argument comes from."""
 
-    runner: "Runner"
-    entry: "Entry"
+    runner: Runner
+    entry: Entry
     mapping: tuple
     run_args: list
 
@@ -104,7 +106,7 @@ def _index(items: list, t: Any) -> int | None:
     return None
 
 
-def note(runner: "Runner", entry: "Entry", tensors: list, outs: list, came: Link | None) -> None:
+def note(runner: Runner, entry: Entry, tensors: list, outs: list, came: Link | None) -> None:
     """After a replayed call: learn the edge from the previous call and become the previous call."""
     if came is not None:
         target = Member(runner, entry, came.mapping)
@@ -119,7 +121,7 @@ def note(runner: "Runner", entry: "Entry", tensors: list, outs: list, came: Link
     TRACK.last = Call(runner, entry, outs, run_args)
 
 
-def fusable(runner: "Runner", entry: "Entry") -> bool:
+def fusable(runner: Runner, entry: Entry) -> bool:
     return (
         runner.fuse
         and not runner.stats.disabled_reason
@@ -129,7 +131,7 @@ def fusable(runner: "Runner", entry: "Entry") -> bool:
     )
 
 
-def members_from(head: "Runner", entry: "Entry") -> list[Member]:
+def members_from(head: Runner, entry: Entry) -> list[Member]:
     """The run that starts at ``head``'s call with ``entry``, following stable edges."""
     members = [Member(head, entry, ())]
     runner, current = head, entry
@@ -154,7 +156,7 @@ class ChainLayer:
 
     _list: ClassVar[type]  # the framework's list of layers
 
-    def __init__(self, layers: list, forward: Callable[[list, tuple, dict], tuple]) -> None:
+    def __init__(self, layers: list, forward: Callable[[tuple, dict], tuple]) -> None:
         super().__init__()
         self.layers = self._list(layers)
         self._run = forward
@@ -168,32 +170,33 @@ class ChainLayer:
         pass  # the members' own modes count
 
     def forward(self, *args: Any, **kwargs: Any) -> tuple:
-        return self._run(list(self.layers), args, kwargs)
+        return self._run(args, kwargs)
 
 
 class Chain:
-    """A fused run: one runner over a layer that calls the members' layers in turn."""
+    """A fused run: one runner over a layer that runs the members' forwards in turn."""
 
-    def __init__(self, head: "Runner", members: list[Member]) -> None:
-        from .core import Runner
-
+    def __init__(self, head: Runner, members: list[Member], new_runner: Callable[..., Runner]) -> None:
         self.members = members
         ops = head.ops
         layer = ops.chain_layer([m.runner.layer for m in members], self._forward)
         names = [m.runner.stats.name for m in members]
         name = f"run {names[0]} .. {names[-1]} ({len(members)} layers)"
-        self.runner = Runner(ops, layer, 0, head.max_graphs, head.backend, name, fuse=False)
+        options = replace(head.options, num_warmup_steps=0, fuse=False, guard=(), name=name)
+        self.runner = new_runner(ops, layer, layer.forward, options, name)
 
-    def _forward(self, layers: list, args: tuple, kwargs: dict) -> tuple:
+    def _forward(self, args: tuple, kwargs: dict) -> tuple:
+        """Each member's own forward (past its router: the run is one graph, not several)."""
         tree = self.runner.ops.tree
         head_args, _ = tree.flatten((args, kwargs))
-        out = layers[0](*args, **kwargs)
+        members = self.members
+        out = members[0].runner.plain(*args, **kwargs)
         outs = [out]
-        for layer, member in zip(layers[1:], self.members[1:]):
+        for member in members[1:]:
             prev, _ = tree.flatten(out)
             flat = [prev[i] if source == OUT else head_args[i] for source, i in member.mapping]
             a, kw = unflatten(member.entry.key.spec, flat)
-            out = layer(*a, **kw)
+            out = member.runner.plain(*a, **kw)
             outs.append(out)
         return tuple(outs)
 
@@ -234,7 +237,7 @@ class Pending:
         self.params = [ops.versions(m.runner._params or ()) for m in chain.members]
         self.pos = 1
 
-    def take(self, runner: "Runner", args: tuple, kwargs: dict) -> Any:
+    def take(self, runner: Runner, args: tuple, kwargs: dict) -> Any:
         """The output for this call of the next member, or MISS (the run ends here)."""
         member = self.chain.members[self.pos]
         why = self._mismatch(member, runner, args, kwargs)
@@ -249,7 +252,7 @@ class Pending:
         runner.stats.fused_calls += 1
         return out
 
-    def _mismatch(self, member: Member, runner: "Runner", args: tuple, kwargs: dict) -> str:
+    def _mismatch(self, member: Member, runner: Runner, args: tuple, kwargs: dict) -> str:
         if runner is not member.runner:
             return f"{runner.stats.name} called instead of {member.runner.stats.name}"
         ops = runner.ops

@@ -8,18 +8,22 @@ Docs: docs/runtime.md.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from . import chains, settings
+from . import chains, guards, settings, verify
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
+from .ops import Ops
 from .pools import PoolLedger, ledger_for
+from .slots import Entry, Slot
 from .stats import LayerStats
-from .tree import Tree, UnsupportedArgument, unflatten
+from .options import Settings
+from .tree import UnsupportedArgument, unflatten
+
+
+PROBATION = 3  # backwards of a layer during which its parameters are passed to learn if any asks for them
 
 
 class _CaptureDepth(threading.local):
@@ -37,123 +41,6 @@ def _capturing() -> Iterator[None]:
         yield
     finally:
         _CAPTURE.depth -= 1
-
-
-class Graph(Protocol):
-    """One captured graph. ``outputs`` are its static outputs; ``live_outputs`` carry the autograd
-    history the backward graph differentiates (the same tensors for a real graph)."""
-
-    outputs: list
-
-    def capture(self, fn: Callable[[], list]) -> list: ...
-    def replay(self) -> None: ...
-    @property
-    def live_outputs(self) -> list: ...
-
-
-class DeviceGraph:
-    """What the PyTorch and Paddle CUDA graphs share: replay the captured graph; outputs are their own history."""
-
-    _graph: Any
-    outputs: list
-
-    def replay(self) -> None:
-        self._graph.replay()
-
-    @property
-    def live_outputs(self) -> list:
-        return self.outputs
-
-
-class Ops(Protocol):
-    """What the core needs from a framework. Both adapters implement every method."""
-
-    name: str
-    tree: Tree  # what a tensor is, which leaves are constants, the framework's container registry
-
-    def meta(self, t: Any) -> tuple: ...
-    def context(self) -> tuple: ...  # starts with whether grad mode is on
-    def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
-    def requires_grad(self, t: Any) -> bool: ...
-    def grad_mode(self, enabled: bool) -> ContextManager: ...
-    def capture_context(self) -> ContextManager: ...
-    def layer_context(self) -> ContextManager: ...  # every run of the wrapped layer and its backward but replays
-    def data_ptr(self, t: Any) -> int: ...
-    def versions(self, ts: Sequence[Any]) -> list: ...  # version counters (in-place changes)
-    def device(self, t: Any) -> Any: ...
-    def input_reason(self, t: Any, backend: str) -> str | None: ...
-    def make_static(self, t: Any, requires_grad: bool) -> Any: ...
-    def writer(self, t: Any) -> Any: ...
-    def bind(self, layer: Any, params: list) -> tuple[list, Callable[[tuple, dict], Any]]: ...
-    def copy_(self, dst: Any, src: Any) -> None: ...
-    def clone(self, t: Any) -> Any: ...
-    def zero_(self, t: Any) -> None: ...
-    def zeros_like(self, t: Any) -> Any: ...
-    def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
-    def backward_into(
-        self, outputs: list, grad_outputs: list, leaves: list, take: Callable[[int, Any], None], retain: bool
-    ) -> None: ...  # hands take(k, grad) each leaf's gradient once complete; none for unused leaves
-    def foreach_copy_(self, dsts: list, srcs: list) -> None: ...
-    def flat_views(self, params: list) -> tuple[list, list]: ...
-    def grad_of(self, p: Any) -> Any: ...
-    def set_grads(self, params: list, grads: list) -> None: ...
-    def is_same(self, a: Any, b: Any) -> bool: ...
-    def equal(self, a: Any, b: Any) -> bool: ...  # same values (syncs the host: never in a capture)
-    def held_elsewhere(self, flats: list, views: list, idx: Sequence[int]) -> bool: ...
-    def foreach_add_(self, dsts: list, srcs: list) -> None: ...
-    def foreach_zero_(self, ts: list) -> None: ...
-    def rng_state(self, device: Any) -> Any: ...
-    def set_rng_state(self, state: Any, device: Any) -> None: ...
-    def hooks_reason(self, layer: Any) -> str | None: ...
-    def engine_reason(self, layer: Any) -> str | None: ...  # a parallel engine a graph can't run under
-    def listened(self, params: list) -> bool: ...  # hooks wait on these parameters' gradient accumulation
-    def distributed(self) -> bool: ...  # a process group exists: its reducers wait on every accumulation
-    def prerequisites_reason(self, backend: str, device: Any) -> str | None: ...
-    def new_pool(self, backend: str, device: Any) -> Any: ...
-    def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
-    def capture_stream(self, backend: str, device: Any) -> ContextManager: ...
-    def anchor(self, device: Any) -> Any: ...
-    def chain_layer(self, layers: list, forward: Callable[[list, tuple, dict], tuple]) -> Any: ...
-    def grad_hooks(self, t: Any) -> bool: ...  # a hook or retain_grad on the tensor
-    def apply(self, runner: "Runner", slot: "Slot", anchor: Any, tensors: list) -> list: ...
-
-
-@dataclass(eq=False)
-class Slot:
-    """One captured forward graph (and its backward graph) with its static buffers."""
-
-    ledger: PoolLedger
-    fwd: Graph
-    fwd_seq: int
-    static_inputs: list
-    out_spec: tuple
-    nondiff: tuple = ()
-    diff_outputs: tuple = ()
-    used_inputs: tuple = ()
-    used_params: tuple = ()
-    grad_outputs: list = field(default_factory=list)
-    zeroed: list = field(default_factory=list)  # per grad_outputs buffer: all zeros (nothing else writes them)
-    params: list = field(default_factory=list)  # autograd leaves standing for the parameters
-    targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
-    listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
-    writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
-    bwd: Graph | None = None  # adds parameter grads into the bank
-    bwd_seq: int = 0
-    bwd_fresh: Graph | None = None  # writes them: for a step whose grads were all cleared
-    bwd_fresh_seq: int = 0
-    busy: bool = False
-    stale: bool = False
-    generation: int = 0
-    release_epoch: int = -1
-
-
-@dataclass(eq=False)
-class Entry:
-    key: GraphKey
-    warm: int = 0
-    slots: list = field(default_factory=list)
-    placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
-    mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
 
 
 class Token:
@@ -188,19 +75,13 @@ def replay_forward(ctx: Any, runner: "Runner", slot: Slot, tensors: Sequence[Any
 
 
 def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
-    """The backward of the adapters' autograd function: grads for the tensor arguments."""
+    """The backward of the adapters' autograd function: grads for the tensor arguments, then for the
+    parameters passed as arguments (None, unless the backward asked for them by name)."""
     token = ctx.token
-    in_grads = token.runner.backward_replay(token, grads)
+    in_grads, routed = token.runner.backward_replay(token, grads, ctx.routed)
     if settings.DEBUG:
         settings.debug("%s backward replay", token.runner.stats.name)
-    return in_grads + [None] * ctx.routed
-
-
-def _rebuild_runner(
-    ops_name: str, layer: Any, warmup: int, max_graphs: int, backend: str, name: str, fuse: bool
-) -> "Runner":
-    adapter = importlib.import_module(f"{__package__}.{ops_name}_adapter")
-    return Runner(adapter._OPS, layer, warmup, max_graphs, backend, name, fuse=fuse)
+    return in_grads + routed
 
 
 def _first_line(err: BaseException) -> str:
@@ -217,26 +98,22 @@ def _check_rebuilds(spec: tuple, flat: list) -> None:
 
 
 class Runner:
-    """The state machine behind one CUDAGraphedLayer: per key, warm up, capture, replay, or run eagerly."""
+    """The state machine behind one wrapped layer: per key, warm up, capture, replay, or run eagerly.
 
-    def __init__(
-        self,
-        ops: Ops,
-        layer: Any,
-        num_warmup_steps: int,
-        max_graphs: int,
-        backend: str,
-        name: str,
-        fuse: bool = True,
-    ) -> None:
-        if num_warmup_steps < 0:
-            raise ValueError("num_warmup_steps must be >= 0")
-        if max_graphs < 1:
-            raise ValueError("max_graphs must be >= 1")
+    ``layer`` is what owns the parameters and buffers; ``plain(args, kwargs)`` runs its forward
+    without the runtime (for a wrapped layer, the original forward past the router)."""
+
+    def __init__(self, ops: Ops, layer: Any, plain: Callable[..., Any], options: Settings, name: str) -> None:
         self.ops, self.layer = ops, layer
+        # What eager calls, captures and nested calls run: the layer's forward, compiled first when
+        # options.compile asks (the fallbacks go compiled and graphed -> graphed -> eager).
+        self._uncompiled = plain
+        self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
-        self.num_warmup_steps, self.max_graphs = num_warmup_steps, max_graphs
-        self.backend = backend
+        self.options = options
+        self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
+        self.backend = options.backend
+        self.guard = guards.Guard(plain, options.guard) if options.guard else None
         self.stats = LayerStats(name)
         self.entries: dict[GraphKey, Entry] = {}
         self.graph_count = 0
@@ -246,21 +123,22 @@ class Runner:
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
         self._bank: GradBank | None = None
+        # A tensor needing grad passed to every training call, so it has a backward even when no
+        # input needs grad; a view, whose node only a backward that runs everything runs.
         self._anchor: Any = None
+        # Pass the parameters to the autograd function, so that a backward asking for their gradients
+        # (torch.autograd.grad(loss, params)) gets them: always once one did, and for the first
+        # PROBATION backwards of every layer to find out (a backward can only be told apart from the
+        # inside, and a parameter not passed is not in the autograd graph at all).
+        self.route = False
+        self.probation = PROBATION
         # Runs of wrapped layers (chains.py): may this layer fuse with the layers that follow it,
         # which call followed each entry's replays, the fused runs it heads, how often each broke.
-        self.fuse = fuse
+        self.fuse = options.fuse
         self.edges: dict[Entry, chains.Edge] = {}
         self.chains: dict[Entry, chains.Chain] = {}
         self.chain_breaks: dict[Entry, int] = {}
         self.no_fuse: set[Entry] = set()
-
-    def __reduce__(self) -> tuple:
-        # Copies and pickles carry the settings and the layer, never graphs: a copy captures anew.
-        args = (
-            self.ops.name, self.layer, self.num_warmup_steps, self.max_graphs, self.backend, self.stats.name, self.fuse
-        )
-        return (_rebuild_runner, args)
 
     def training(self) -> Any:
         return getattr(self.layer, "training", False)
@@ -272,7 +150,7 @@ class Runner:
         if _CAPTURE.depth or (outer is not None and outer.stats.disabled_reason is None):
             # inside another wrapped layer (or its capture): part of its graph, unless that one runs eagerly
             self.stats.nested_calls += 1
-            return self.layer(*args, **kwargs)
+            return self.plain(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
             chains.TRACK.pending = None
@@ -280,11 +158,21 @@ class Runner:
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
             return self._run_eagerly(args, kwargs)
+        if ops.saved_tensor_hooks():
+            # Hooks that pack what autograd saves (activation checkpointing without reentry, offloading)
+            # would pack the graph's static memory; the call runs as it would unwrapped.
+            chains.TRACK.pending = chains.TRACK.last = None
+            return self._eager(args, kwargs, "saved-tensor hooks are active (checkpointing or offloading)")
         track = chains.TRACK
         if track.pending is not None:  # the outputs of a fused run wait for their layers
             out = track.pending.take(self, args, kwargs)
             if out is not chains.MISS:
                 return out
+        if self.guard is not None:
+            why = self.guard.failure(args, kwargs)
+            if why:
+                track.last = None
+                return self._eager(args, kwargs, why)
         try:
             tensors, spec = ops.tree.flatten_call(args, kwargs)
         except UnsupportedArgument as err:
@@ -322,12 +210,13 @@ class Runner:
             outs = self._replay_inference(slot, tensors)
         else:
             if self._anchor is None:
-                self._anchor = ops.anchor(device)
+                self._anchor = ops.anchor_node(ops.anchor(device))
             applied = tensors
-            if slot.targets and (slot.listened or ops.distributed()):
+            if slot.targets and (self.route or self.probation > 0 or slot.listened or ops.distributed()):
                 # The parameters become inputs that receive no gradient: after the backward replay
                 # has stored their grads, their accumulation nodes run, and with them the hooks
                 # there (DDP's reducer), which read the grads. Only then: a node per parameter costs.
+                # A backward that asks for them (torch.autograd.grad) gets them through these inputs.
                 applied = tensors + slot.targets
             outs = list(ops.apply(self, slot, self._anchor, applied))
         if self.fuse and graphs == self.graph_count:  # a replay, not a capture: learn who follows
@@ -351,7 +240,7 @@ class Runner:
         members = chains.members_from(self, entry)
         if len(members) < 2:
             return None
-        chain = self.chains[entry] = chains.Chain(self, members)
+        chain = self.chains[entry] = chains.Chain(self, members, Runner)
         for member in members:  # their own graphs give way to the run's (memory); a broken run recaptures
             member.runner._drop_entry(member.entry)
         settings.debug("%s fuses %s", self.stats.name, chain.runner.stats.name)
@@ -364,7 +253,19 @@ class Runner:
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
         with self.ops.layer_context():
-            return self.layer(*args, **kwargs)
+            if self.plain is self._uncompiled:
+                return self.plain(*args, **kwargs)
+            try:
+                return self.plain(*args, **kwargs)
+            except Exception as err:  # the compiler's, if the forward runs without it
+                out = self._uncompiled(*args, **kwargs)
+                self._uncompile(f"compiling failed: {_first_line(err)}")
+                return out
+
+    def _uncompile(self, reason: str) -> None:
+        """Go on without the compiler: graphs of the plain forward from the next capture on."""
+        self.plain = self._uncompiled
+        self.stats.fallback(reason + "; the layer runs uncompiled")
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -407,12 +308,17 @@ class Runner:
     def _read_parameters(self) -> list:
         """The layer's parameters, re-read when the framework says any layer registered a new
         parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
-        ``block.fc = nn.Linear(...)``): a walk per call would cost more than the replay."""
+        ``block.fc = nn.Linear(...)``, an adapter library putting its layers in place of the
+        originals): a walk per call would cost more than the replay."""
         epoch = self.ops.structure_epoch()
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = list(self.layer.buffers())
-            self._ids = (tuple(map(id, self._params)), tuple(map(id, self._buffers)))
+            self._ids = (
+                tuple(map(id, self._params)),
+                tuple(map(id, self._buffers)),
+                tuple(map(id, self.ops.sublayers(self.layer))),  # a sublayer replaced by one without parameters
+            )
             self._epoch = epoch
         return self._params
 
@@ -431,7 +337,7 @@ class Runner:
         if signature != self._signature:
             if self._signature is not None and self.graph_count:
                 self._drop_graphs()
-                self.stats.recapture("parameters or buffers were replaced, re-allocated or frozen")
+                self.stats.recapture("sublayers, parameters or buffers were replaced, re-allocated or frozen")
             self._signature = signature
         return True in flags
 
@@ -480,45 +386,56 @@ class Runner:
         bank = self._grad_bank(params) if params else None
         ledger = ledger_for(ops, backend, device, len(entry.slots))
         started = time.perf_counter()
-        state = self._save_state(device, with_grads=backend == "standin")
+        check = self.options.verify
+        # The stand-in's capture runs the computation, and the check replays: both touch the gradients.
+        state = self._save_state(device, with_grads=backend == "standin" or check)
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
-            leaves, call = ops.bind(self.layer, params)
+            leaves, call = ops.bind(self.layer, self.plain, params)
             run_layer, last_spec = self._forward_fn(spec, static, train, call)
+            # The probe runs on leaves of its own (aliases of the same memory): its autograd graph,
+            # kept for the check, then holds no accumulation node of the leaves the capture uses
+            # (one made on the caller's stream breaks a capture on the side stream).
+            probe_static = [ops.twin_leaf(t) for t in static]
+            probe_leaves, probe_call = ops.bind(self.layer, self.plain, params)
+            run_probe, probe_spec = self._forward_fn(spec, probe_static, train, probe_call)
             with ops.capture_context(), ops.layer_context(), _capturing():
-                probe = self._probe(run_layer, static, leaves, train)
+                found = verify.probe(ops, run_probe, probe_static, probe_leaves, train, keep=check)
                 # A fused run that ends early would have changed such a layer's buffers twice.
-                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])
-                out_spec = last_spec[0]
+                entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])  # b: an alias
+                out_spec = probe_spec[0]
                 with ops.capture_stream(backend, device):
-                    fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                    flat = fwd.capture(run_layer)
-                    ledger.adopt(fwd)
-                    if last_spec[0] != out_spec:
-                        raise RuntimeError("the output structure changed between two runs")
-                    _check_rebuilds(out_spec, flat)
-                    slot = Slot(ledger, fwd, ledger.next_seq(), static, out_spec, *probe)
-                    slot.writers = [ops.writer(t) for t in static]
-                    if slot.diff_outputs and (slot.used_inputs or slot.used_params):
-                        slot.params = [leaves[j] for j in slot.used_params]
-                        slot.targets = [params[j] for j in slot.used_params]
-                        slot.listened = ops.listened(slot.targets)
-                        slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
-                        slot.zeroed = [True] * len(slot.grad_outputs)
-                        slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
-                        slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
-                        ledger.adopt(slot.bwd)
-                        slot.bwd_seq = ledger.next_seq()
-                        if slot.used_params:
-                            slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
-                            slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
-                            ledger.adopt(slot.bwd_fresh)
-                            slot.bwd_fresh_seq = ledger.next_seq()
+                    slot = self._capture_graphs(
+                        run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
+                    )
+                if last_spec[0] != out_spec:
+                    raise RuntimeError("the output structure changed between two runs")
+                _check_rebuilds(out_spec, slot.fwd.outputs)
+                self._restore_state(state)
+                if check:  # on the caller's stream, as the probe
+                    verify.check(
+                        ops,
+                        slot,
+                        found,
+                        lambda: self._restore_state(state),
+                        run_probe,
+                        lambda: [bank.views[j] for j in slot.used_params] if bank else [],
+                        lambda j: self._parameter_name(slot.targets[j]),
+                    )
+        except verify.Mismatch as err:  # a graph that computes something else: this step and all later ones run eagerly
+            self._restore_state(state)
+            self.stats.capture_seconds += time.perf_counter() - started
+            self.stats.disable(f"the first replay differs from eager: {err}")
+            return None
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
             ledger.poison()
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started
-            self.stats.disable(f"capture failed: {_first_line(err)}")
+            if self.plain is not self._uncompiled:  # compiled code that a graph cannot hold: try without
+                self._uncompile(f"the compiled layer failed to capture: {_first_line(err)}")
+                entry.warm = 0
+            else:
+                self.stats.disable(f"capture failed: {_first_line(err)}")
             return None
         self._restore_state(state)
         self.stats.capture_seconds += time.perf_counter() - started
@@ -527,6 +444,51 @@ class Runner:
         entry.slots.append(slot)
         settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, key.tensors)
         return slot
+
+    def _capture_graphs(
+        self,
+        run_layer: Callable[[], list],
+        place: tuple,
+        ledger: PoolLedger,
+        static: list,
+        out_spec: tuple,
+        found: verify.Probe,
+        leaves: list,
+        params: list,
+        bank: GradBank | None,
+    ) -> Slot:
+        """The forward graph, and in training the two backward graphs, of one new slot."""
+        ops, (backend, device) = self.ops, place
+        fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+        flat = fwd.capture(run_layer)
+        ledger.adopt(fwd)
+        slot = Slot(
+            ledger, fwd, ledger.next_seq(), static, out_spec,
+            found.nondiff, found.diff_outputs, found.used_inputs, found.used_params, found.reach,
+        )
+        slot.writers = [ops.writer(t) for t in static]
+        if slot.diff_outputs and (slot.used_inputs or slot.used_params):
+            slot.params = [leaves[j] for j in slot.used_params]
+            slot.targets = [params[j] for j in slot.used_params]
+            slot.listened = ops.listened(slot.targets)
+            slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+            slot.zeroed = [True] * len(slot.grad_outputs)
+            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+            slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
+            ledger.adopt(slot.bwd)
+            slot.bwd_seq = ledger.next_seq()
+            if slot.used_params:
+                slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
+                slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
+                ledger.adopt(slot.bwd_fresh)
+                slot.bwd_fresh_seq = ledger.next_seq()
+        return slot
+
+    def _parameter_name(self, param: Any) -> str:
+        for name, p in self.layer.named_parameters():
+            if p is param:
+                return f"parameter {name}"
+        return "a parameter"
 
     def _forward_fn(
         self, spec: tuple, static: list, train: bool, call: Callable[[tuple, dict], Any]
@@ -542,31 +504,6 @@ class Runner:
             return flat
 
         return run_layer, last_spec
-
-    def _probe(self, run_layer: Callable[[], list], static: list, params: list, train: bool) -> tuple:
-        """One throwaway run, on the caller's stream (a run on the capture stream would give that
-        stream lasting library workspaces of its own): finds which outputs, inputs and parameters
-        take part in backward, and leaves nothing lazily initialised for the capture to meet."""
-        ops = self.ops
-        flat = run_layer()
-        if not train:
-            return (tuple(range(len(flat))), (), (), ())
-        diff_out = tuple(i for i, o in enumerate(flat) if ops.requires_grad(o))
-        nondiff = tuple(i for i in range(len(flat)) if i not in diff_out)
-        cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
-        if not diff_out or not (cand or params):
-            return (nondiff, diff_out, (), ())
-        got: set[int] = set()  # which leaves received a gradient; each is dropped on arrival
-        ops.backward_into(
-            [flat[i] for i in diff_out],
-            [ops.zeros_like(flat[i]) for i in diff_out],
-            [static[i] for i in cand] + params,
-            lambda k, grad: got.add(k),
-            retain=False,
-        )
-        used_inputs = tuple(i for k, i in enumerate(cand) if k in got)
-        used_params = tuple(j for j in range(len(params)) if len(cand) + j in got)
-        return (nondiff, diff_out, used_inputs, used_params)
 
     def _backward_fn(
         self, slot: Slot, bank: GradBank | None, store: Callable[[list, list], None]
@@ -618,9 +555,12 @@ class Runner:
 
     def _save_state(self, device: Any, with_grads: bool) -> tuple:
         """What a capture may change: RNG and buffers (by the probe), and the gradient bank when the
-        capture itself runs the computation (the stand-in; a CUDA capture runs nothing)."""
+        capture itself runs the computation (the stand-in; a CUDA capture runs nothing) or the new
+        graph is checked. Buffers are written back through aliases (``ops.writer``): a write to the
+        buffer itself would bump its version counter, and autograd graphs that saved it (an embedding
+        of a slice of registered position ids) would refuse to run backward."""
         ops = self.ops
-        buffers = [(b, ops.clone(b)) for b in self._buffers]
+        buffers = [(ops.writer(b), ops.clone(b)) for b in self._buffers]
         grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank and with_grads else []
         return ops.rng_state(device), device, buffers, grads
 
@@ -653,8 +593,9 @@ class Runner:
             slot.ledger.inflight.pop(id(slot), None)
             slot.release_epoch = slot.ledger.epoch
 
-    def backward_replay(self, token: Token, grads: Sequence[Any]) -> list:
-        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand out grads."""
+    def backward_replay(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """Run inside the adapter's backward: copy grads in, replay (or differentiate eagerly), hand
+        out grads for the inputs and for the ``routed`` parameters passed as inputs."""
         ops, slot = self.ops, token.slot
         if slot.generation != token.generation or (
             not slot.busy and slot.ledger.epoch != slot.release_epoch and not slot.stale
@@ -663,43 +604,87 @@ class Runner:
                 f"{self.stats.name}: backward through a graphed call whose buffers were reused; "
                 "a second backward (retain_graph) must come before the layer runs again"
             )
+        if ops.partial_backward(self._anchor):
+            return self._partial_backward(token, grads, routed)
+        if self.probation > 0:
+            self.probation -= 1
         zeroed = slot.zeroed
+        present = []
         for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
             g = grads[i]
+            present.append(g is not None)
             if g is not None:
                 ops.copy_(static, g)
                 zeroed[k] = False
             elif not zeroed[k]:  # an output nobody differentiated (an intermediate one of a fused run)
                 ops.zero_(static)
                 zeroed[k] = True
+        # What eager's backward would reach from the outputs that have a gradient: the rest keep
+        # their gradient as it was (None stays None), as eagerly.
+        reached = verify.reached(slot.reach, present)
+        n = len(slot.used_inputs)
         bank = self._bank
-        if slot.stale or not slot.used_params:
-            plan: tuple | None = ((), (), False)
+        if reached is not None and not reached:
+            in_grads: list = [None] * n
         else:
-            plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
-        graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
-        if slot.stale or plan is None or not slot.ledger.may_replay(seq):
-            in_grads = self._backward_eagerly(slot)
-        else:
-            graph.replay()
-            slot.ledger.epoch += 1
-            if slot.used_params:
-                bank.finish(plan)
-            self.stats.backward_replays += 1
-            in_grads = [ops.clone(g) for g in graph.outputs]
+            skip = () if reached is None else [j for p, j in enumerate(slot.used_params) if n + p not in reached]
+            if slot.stale or not slot.used_params:
+                plan: tuple | None = ((), (), False)
+            else:
+                plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
+            graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
+            if slot.stale or plan is None or not slot.ledger.may_replay(seq):
+                in_grads = self._backward_eagerly(slot, present)
+            else:
+                graph.replay()
+                slot.ledger.epoch += 1
+                if slot.used_params:
+                    bank.finish(plan, skip)
+                self.stats.backward_replays += 1
+                in_grads = [ops.clone(g) if reached is None or k in reached else None for k, g in enumerate(graph.outputs)]
         self.release(slot, token.generation)
+        return self._input_grads(slot, in_grads), [None] * routed
+
+    def _input_grads(self, slot: Slot, in_grads: list) -> list:
         result: list = [None] * len(slot.static_inputs)
         for i, g in zip(slot.used_inputs, in_grads):
             result[i] = g
         return result
 
-    def _backward_eagerly(self, slot: Slot) -> list:
-        """Differentiate the captured autograd graph without replaying it (replay would not be safe)."""
+    def _partial_backward(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """A backward that asks for some gradients only (``torch.autograd.grad(y, x)``,
+        ``backward(inputs=...)``): the gradients, from the captured autograd graph, with no
+        parameter's ``.grad`` touched, as eagerly. When the parameters were passed as inputs, theirs
+        are handed over too and the autograd engine keeps those it was asked for; a call that did
+        not pass them cannot, and from then on every call passes them."""
+        ops, slot = self.ops, token.slot
+        if not self.route:
+            self.route = True
+            if not routed and slot.targets:
+                self.stats.fallback(
+                    "a backward asked for some gradients only (torch.autograd.grad, backward(inputs=...)) "
+                    "before the layer passed its parameters: from now on it passes them"
+                )
+        present = [grads[i] is not None for i in slot.diff_outputs]
+        outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
+        given = [grads[i] for i, p in zip(slot.diff_outputs, present) if p]
+        inputs = [slot.static_inputs[i] for i in slot.used_inputs]
+        params = slot.params if routed else []
+        with ops.layer_context():
+            got = ops.autograd_grad(outs, inputs + params, given) if outs else [None] * (len(inputs) + len(params))
+        self.stats.eager_backwards += 1
+        self.release(slot, token.generation)
+        return self._input_grads(slot, list(got[: len(inputs)])), list(got[len(inputs) :]) if routed else []
+
+    def _backward_eagerly(self, slot: Slot, present: list) -> list:
+        """Differentiate the captured autograd graph without replaying it (replay would not be safe),
+        from the outputs that have a gradient: what they do not reach gets none, as eagerly."""
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
-        outs = [slot.fwd.live_outputs[i] for i in slot.diff_outputs]
+        outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
+        grad_outputs = [g for g, p in zip(slot.grad_outputs, present) if p]
         with ops.layer_context():
-            grads = ops.autograd_grad(outs, inputs + slot.params, slot.grad_outputs)
+            grads = ops.autograd_grad(outs, inputs + slot.params, grad_outputs)
         accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])
         self.stats.eager_backwards += 1
         return list(grads[: len(inputs)])

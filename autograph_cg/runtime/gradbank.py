@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from functools import partial
 from operator import is_
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from .core import Ops
+    from .ops import Ops
 
 
 _ADD: tuple = ([], [], False)  # the adding graph, nothing to zero or adopt
@@ -55,9 +55,15 @@ class GradBank:
             ops.foreach_zero_([views[j] for j in fresh])
         return none, foreign, False
 
-    def finish(self, plan: tuple[list, list, bool]) -> None:
+    def finish(self, plan: tuple[list, list, bool], skip: Sequence[int] = ()) -> None:
+        """After the backward graph: adopt the views of grads that were None, add into foreign grads;
+        ``skip``: parameters this backward did not reach, which eager leaves as they were."""
         ops, params, views = self.ops, self.params, self.views
         none, foreign, _ = plan
+        if skip:
+            skipped = set(skip)
+            none = [j for j in none if j not in skipped]
+            foreign = [j for j in foreign if j not in skipped]
         if none:
             ops.set_grads([params[j] for j in none], [views[j] for j in none])
         if foreign:

@@ -2,90 +2,52 @@
 
 from __future__ import annotations
 
-import abc
-import sys
-from typing import Any, ClassVar
+from typing import Any
+
+from . import graphed
+from .options import settings_from
 
 
-class CUDAGraphedLayer(abc.ABC):
+class _Graphed(type):
+    """``isinstance(x, CUDAGraphedLayer)`` holds for every wrapped layer, of either framework."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return graphed.is_graphed(obj)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return getattr(sub, graphed.ORIGINAL, None) is not None
+
+
+class CUDAGraphedLayer(metaclass=_Graphed):
     """Capture a layer's forward (and backward) into CUDA graphs and replay them; a drop-in for
     ``paddle.device.cuda.cuda_graphed_layer.CUDAGraphedLayer`` that also takes PyTorch modules.
 
-    ``CUDAGraphedLayer(layer, num_warmup_steps=3, *, max_graphs=32, backend="auto", name=None, fuse=True)``
-    returns a ``paddle.nn.Layer`` or ``torch.nn.Module`` (``isinstance(x, CUDAGraphedLayer)`` holds
-    for both). ``backend``: ``"auto"`` graphs CUDA tensors and runs anything else eagerly,
-    ``"cuda"`` insists on CUDA, ``"standin"`` uses the CPU stand-in with graph semantics (tests).
-    ``fuse``: wrapped layers that always run back to back are captured and replayed as one graph.
-    The framework is imported only here, when a layer of it is wrapped. Semantics: docs/runtime.md.
+    ``CUDAGraphedLayer(layer, num_warmup_steps=3, *, max_graphs=32, backend="auto", name=None,
+    fuse=True, guard=None, verify=True, compile=False)`` returns ``layer`` itself, wrapped in place:
+    the same object, an instance of its own class, with the same parameters, buffers, sublayers and
+    names; only its forward now runs through the graph runtime. ``backend``: ``"auto"`` graphs CUDA
+    tensors and runs anything else eagerly, ``"cuda"`` insists on CUDA, ``"standin"`` uses the CPU
+    stand-in with graph semantics (tests). ``fuse``: wrapped layers that always run back to back are
+    captured and replayed as one graph. ``guard``: ``{"past_key_values": "is None", ...}``, calls
+    that fail a test run eagerly. ``verify``: the first replay of each new graph is compared with an
+    eager run of the same step and the layer runs eagerly if they differ. ``compile``: compile the
+    layer before capture (``True`` or ``torch.compile``'s keyword arguments). The framework is
+    imported only here, when a layer of it is wrapped. Semantics: docs/runtime.md.
     """
 
-    def __new__(cls, layer: Any, num_warmup_steps: int = 3, **options: Any) -> Any:
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(layer, torch.nn.Module):
-            from .torch_adapter import TorchGraphedLayer
-
-            return TorchGraphedLayer(layer, num_warmup_steps, **options)
-        paddle = sys.modules.get("paddle")
-        if paddle is not None and isinstance(layer, paddle.nn.Layer):
-            from .paddle_adapter import PaddleGraphedLayer
-
-            return PaddleGraphedLayer(layer, num_warmup_steps, **options)
-        raise TypeError(
-            f"CUDAGraphedLayer wraps a paddle.nn.Layer or a torch.nn.Module, not {type(layer).__name__}"
-        )
+    def __new__(cls, layer: Any, num_warmup_steps: int = 3, **options: Any) -> Any:  # type: ignore[misc]
+        adapter = graphed.adapter_for_class(type(layer))
+        return graphed.wrap(layer, adapter, settings_from(num_warmup_steps, options))
 
 
-class GraphedLayerBase:
-    """What the PyTorch and Paddle wrappers share; each also derives from its framework's layer."""
+def unwrap(layer: Any) -> Any:
+    """Undo ``CUDAGraphedLayer(layer)`` in place (class and ``__dict__`` as before) and return the layer."""
+    return graphed.unwrap(layer)
 
-    _ops: ClassVar[Any]
-    _children: ClassVar[str]  # the framework's dict of sublayers: "_modules" / "_sub_layers"
 
-    def __init__(
-        self,
-        layer: Any,
-        num_warmup_steps: int = 3,
-        *,
-        max_graphs: int = 32,
-        backend: str = "auto",
-        name: str | None = None,
-        fuse: bool = True,
-    ) -> None:
-        from .core import Runner
-
-        super().__init__()
-        self.layer = layer
-        label = name or f"{type(layer).__name__}#{id(layer) & 0xFFFF:04x}"
-        self._runner = Runner(self._ops, layer, num_warmup_steps, max_graphs, backend, label, fuse=fuse)
-        for inner in self._wrapped_inside(layer):  # nested wrapping: the outer graph covers them
-            inner._runner.outer = self._runner
-
-    @classmethod
-    def _wrapped_inside(cls, layer: Any) -> list["GraphedLayerBase"]:
-        """The top-most wrapped layers below `layer` (not below them)."""
-        found, stack = [], list((layer.__dict__.get(cls._children) or {}).values())
-        while stack:
-            sub = stack.pop()
-            if isinstance(sub, GraphedLayerBase):
-                found.append(sub)
-            elif sub is not None:
-                stack.extend((sub.__dict__.get(cls._children) or {}).values())
-        return found
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._runner(args, kwargs)
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        """This layer's counters (``autograph_cg.runtime.report()`` prints all layers')."""
-        return self._runner.stats.as_dict()
-
-    def __getattr__(self, name: str) -> Any:
-        """Public attributes the wrapper lacks are the wrapped layer's (``block.fc1``, ``block.d``)."""
-        try:
-            return super().__getattr__(name)  # type: ignore[misc]
-        except AttributeError:
-            children = self.__dict__.get(self._children) or {}
-            if name.startswith("_") or name == "layer" or "layer" not in children:
-                raise
-            return getattr(children["layer"], name)
+def stats_of(layer: Any) -> dict[str, Any]:
+    """One wrapped layer's counters (``report()`` prints every layer's)."""
+    state = graphed.state_of(layer)
+    if state is None or state.runner is None:
+        raise TypeError(f"{type(layer).__name__} is not wrapped by CUDAGraphedLayer")
+    return state.runner.stats.as_dict()

@@ -7,15 +7,18 @@ kernels for the H200), see docs/runtime.md.
 
 from __future__ import annotations
 
+import functools
+import math
 from contextlib import nullcontext
 from typing import Any, ContextManager, Sequence
 
 import paddle
 from paddle.autograd import PyLayer
 
+from . import graphed
 from .chains import ChainLayer
-from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
-from .layer import CUDAGraphedLayer, GraphedLayerBase
+from .core import Runner, Slot, replay_backward, replay_forward
+from .ops import DeviceGraph
 from .parallel import paddle_reason
 from .standin import StandInGraph
 from .tree import Tree
@@ -40,6 +43,47 @@ def _flag(name: str) -> Any:
         return paddle.get_flags([name])[name]
     except (ValueError, KeyError):
         return None
+
+
+class _Structure:
+    """Counts sublayers, parameters and buffers set, added or removed on any layer of the process,
+    so a wrapper re-reads its layer's parameters only after one. Paddle has no registration hooks
+    (PyTorch's adapter uses those): its layer class's own methods for that are counted instead."""
+
+    epoch = 0
+    _layer_types: tuple = ()
+
+    @classmethod
+    def install(cls) -> None:
+        layer = paddle.nn.Layer
+        framework = paddle.base.framework
+        cls._layer_types = (layer, *(getattr(framework, n) for n in ("EagerParamBase", "Parameter") if hasattr(framework, n)))
+        setattr_, delattr_ = layer.__setattr__, layer.__delattr__
+
+        def __setattr__(self: Any, name: str, value: Any) -> None:
+            if isinstance(value, cls._layer_types) or name in (self.__dict__.get("_buffers") or ()):
+                cls.epoch += 1
+            setattr_(self, name, value)
+
+        def __delattr__(self: Any, name: str) -> None:
+            cls.epoch += 1
+            delattr_(self, name)
+
+        layer.__setattr__, layer.__delattr__ = functools.wraps(setattr_)(__setattr__), functools.wraps(delattr_)(__delattr__)
+        for method in ("add_sublayer", "add_parameter", "register_buffer"):
+            setattr(layer, method, cls._counted(getattr(layer, method)))
+
+    @classmethod
+    def _counted(cls, method: Any) -> Any:
+        @functools.wraps(method)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            cls.epoch += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+_Structure.install()
 
 
 class PaddleCudaGraph(DeviceGraph):
@@ -81,6 +125,33 @@ class PaddleOps:
     grad_of = staticmethod(lambda p: p.grad)
 
     @staticmethod
+    def gap(a: paddle.Tensor, b: paddle.Tensor) -> tuple[float, float]:
+        """(max |a - b|, max |b|), NaN where either holds a NaN. (The stand-in runs on the CPU: a host
+        value costs no wait there.)"""
+        a, b = a.detach(), b.detach()
+        if tuple(a.shape) != tuple(b.shape):
+            return math.inf, 0.0
+        if not (a.is_floating_point() or a.is_complex()):
+            return (0.0 if bool(paddle.equal_all(a, b)) else math.inf), 0.0
+        if not a.numel():
+            return 0.0, 0.0
+        return float((a - b).abs().max()), float(b.abs().max())
+
+    to_host = staticmethod(list)
+
+    itemsize = staticmethod(lambda t: t.element_size())
+    randn_like = staticmethod(lambda t: paddle.randn(t.shape, dtype=t.dtype))
+
+    @staticmethod
+    def reach(outputs: list, leaves: list) -> list:
+        """Paddle does not show its autograd graph: one backward per output, of zeros."""
+        result = []
+        for out in outputs:
+            grads = paddle.grad([out], leaves, [paddle.zeros_like(out)], retain_graph=True, allow_unused=True)
+            result.append(frozenset(k for k, g in enumerate(grads) if g is not None))
+        return result
+
+    @staticmethod
     def meta(t: paddle.Tensor) -> tuple:
         return (tuple(t.shape), t.dtype, str(t.place), not t.stop_gradient)
 
@@ -89,8 +160,19 @@ class PaddleOps:
         return (paddle.is_grad_enabled(), _amp_state())
 
     @staticmethod
+    def saved_tensor_hooks() -> bool:
+        return False  # Paddle's recompute re-runs the layer through a PyLayer, which the graphs serve
+
+    @staticmethod
     def structure_epoch() -> int:
-        return 0  # Paddle has no registration hooks: parameters are read once (docs/runtime.md)
+        return _Structure.epoch
+
+    sublayers = staticmethod(lambda layer: layer.sublayers(include_self=True))
+
+    @staticmethod
+    def compile(forward: Any, options: Any) -> Any:
+        """``paddle.jit.to_static`` of the forward (its options as keyword arguments)."""
+        return paddle.jit.to_static(forward, **(options if isinstance(options, dict) else {}))
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:
@@ -120,8 +202,14 @@ class PaddleOps:
         return t
 
     @staticmethod
-    def bind(layer: paddle.nn.Layer, params: list) -> tuple[list, Any]:
-        return params, lambda args, kwargs: layer(*args, **kwargs)
+    def twin_leaf(t: paddle.Tensor) -> paddle.Tensor:
+        twin = t.detach()  # the same memory
+        twin.stop_gradient = t.stop_gradient
+        return twin
+
+    @staticmethod
+    def bind(layer: paddle.nn.Layer, plain: Any, params: list) -> tuple[list, Any]:
+        return params, lambda args, kwargs: plain(*args, **kwargs)
 
     @staticmethod
     def copy_(dst: paddle.Tensor, src: paddle.Tensor) -> None:
@@ -218,10 +306,11 @@ class PaddleOps:
 
     @staticmethod
     def hooks_reason(layer: paddle.nn.Layer) -> str | None:
-        for name, sub in [("", layer), *layer.named_sublayers()]:
+        # The layer's own hooks run around its forward, outside the graph; its sublayers' would not.
+        for name, sub in layer.named_sublayers():
             for attr in ("_forward_pre_hooks", "_forward_post_hooks"):
                 if getattr(sub, attr, None):
-                    return f"layer hooks on {name or 'the layer'} ({attr}) would run only at capture"
+                    return f"layer hooks on {name} ({attr}) would run only at capture"
         return None
 
     engine_reason = staticmethod(paddle_reason)
@@ -268,6 +357,14 @@ class PaddleOps:
         return anchor
 
     @staticmethod
+    def anchor_node(anchor: paddle.Tensor) -> Any:
+        return anchor
+
+    @staticmethod
+    def partial_backward(node: Any) -> bool:
+        return False  # Paddle does not say what a backward asks for (docs/runtime.md)
+
+    @staticmethod
     def chain_layer(layers: list, forward: Any) -> paddle.nn.Layer:
         return _Chain(layers, forward)
 
@@ -299,20 +396,19 @@ class _GraphedCall(PyLayer):
         return (None, *replay_backward(ctx, grads))
 
 
-class PaddleGraphedLayer(GraphedLayerBase, paddle.nn.Layer):
-    """``CUDAGraphedLayer`` for a ``paddle.nn.Layer``: a real layer whose ``state_dict`` keys are the
-    wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
+class PaddleAdapter(graphed.Adapter):
+    """The wrapper's Paddle side."""
 
-    _ops = PaddleOps()
-    _children = "_sub_layers"
+    ops = PaddleOps()
+    layer_base = paddle.nn.Layer
 
-    # state_dict / set_state_dict / to_static_state_dict all go through these two.
-    def _state_dict_impl(self, *args: Any, **kwargs: Any) -> Any:
-        return self.layer._state_dict_impl(*args, **kwargs)
-
-    def _obtain_parameters_buffers(self, *args: Any, **kwargs: Any) -> Any:
-        return self.layer._obtain_parameters_buffers(*args, **kwargs)
+    @staticmethod
+    def bypass() -> bool:
+        # paddle.jit.to_static (its AST and its bytecode translators) sees the original forward.
+        return _to_static() or _sot() or not _dygraph()
 
 
-_OPS = PaddleGraphedLayer._ops
-CUDAGraphedLayer.register(PaddleGraphedLayer)
+_to_static = paddle.base.dygraph.base.in_to_static_mode
+_sot = paddle.base.dygraph.base.in_sot_simulation_mode
+_dygraph = paddle.base.framework.in_dygraph_mode
+ADAPTER = PaddleAdapter()

@@ -6,7 +6,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from .core import Ops
+    from .ops import Ops
 
 
 class PoolLedger:

@@ -6,6 +6,7 @@ Imported only when a ``torch.nn.Module`` is wrapped.
 from __future__ import annotations
 
 import gc
+import math
 import operator
 import sys
 from contextlib import contextmanager, nullcontext
@@ -14,11 +15,13 @@ from typing import Any, ContextManager, Iterator, Sequence
 import torch
 import torch._functorch.config
 from torch.autograd.function import once_differentiable
+from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree
 
+from . import graphed
 from .chains import ChainLayer
-from .core import DeviceGraph, Runner, Slot, replay_backward, replay_forward
-from .layer import CUDAGraphedLayer, GraphedLayerBase
+from .core import Runner, Slot, replay_backward, replay_forward
+from .ops import DeviceGraph
 from .parallel import torch_reason
 from .standin import StandInGraph
 from .tree import Tree
@@ -33,6 +36,8 @@ _SYNC_TARGETS = [
 
 
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
+_will_execute = torch._C._will_engine_execute_node
+_top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
 class _Structure:
@@ -164,20 +169,24 @@ class CudaGraph(DeviceGraph):
                     pass
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("the capture stream is still capturing after an aborted capture")
-        # Some PyTorch versions leave the default generator in capture mode when a capture dies
-        # (eager RNG then refuses to advance); one small complete capture with an RNG op, in a
-        # private pool, closes it.
-        heal = torch.cuda.CUDAGraph()
+        close_generator_capture(self._device)
+
+
+def close_generator_capture(device: torch.device | None = None) -> None:
+    """Some PyTorch versions leave the default generator in capture mode when a capture dies (eager
+    RNG then refuses to advance: "Offset increment outside graph capture"); one small complete
+    capture with an RNG op, in a private pool, closes it."""
+    heal = torch.cuda.CUDAGraph()
+    try:
+        heal.capture_begin(capture_error_mode="thread_local")
         try:
-            heal.capture_begin(capture_error_mode="thread_local")
-            try:
-                torch.rand(1, device=self._device)
-            finally:
-                heal.capture_end()
-        except Exception:
-            pass
+            torch.rand(1, device=device or "cuda")
         finally:
-            heal.reset()
+            heal.capture_end()
+    except Exception:
+        pass
+    finally:
+        heal.reset()
 
 
 class TorchOps:
@@ -217,6 +226,59 @@ class TorchOps:
     equal = staticmethod(torch.equal)
 
     @staticmethod
+    def gap(a: torch.Tensor, b: torch.Tensor) -> Any:
+        """(max |a - b|, max |b|) as a tensor on the device, no host sync, three kernels: a NaN on either
+        side makes the difference NaN, which the check counts as different (eager's NaN is eager's to
+        give); for integer tensors the difference is 1 where any element differs."""
+        a, b = a.detach(), b.detach()
+        if a.shape != b.shape:
+            return (math.inf, 0.0)
+        if not a.numel():
+            return (0.0, 0.0)
+        if not (a.is_floating_point() or a.is_complex()):
+            return torch.stack([(a != b).any().double(), torch.zeros((), dtype=torch.float64, device=a.device)])
+        norm = torch.linalg.vector_norm
+        return torch.stack([norm(a - b, math.inf), norm(b, math.inf)]).double()
+
+    @staticmethod
+    def to_host(gaps: list) -> list[tuple[float, float]]:
+        """Many gaps, one host sync per device."""
+        out: list = list(gaps)
+        by_device: dict[Any, list[int]] = {}
+        for i, g in enumerate(gaps):
+            if isinstance(g, torch.Tensor):
+                by_device.setdefault(g.device, []).append(i)
+        for idx in by_device.values():
+            for i, row in zip(idx, torch.stack([gaps[i] for i in idx]).tolist()):
+                out[i] = tuple(row)
+        return out
+
+    itemsize = staticmethod(torch.Tensor.element_size)
+    randn_like = staticmethod(torch.randn_like)
+
+    @staticmethod
+    def reach(outputs: list, leaves: list) -> list:
+        """A walk of each output's autograd graph to the accumulation nodes of the leaves."""
+        index = {id(leaf): k for k, leaf in enumerate(leaves)}
+        result = []
+        for out in outputs:
+            found: set[int] = set()
+            if out.grad_fn is None and id(out) in index:
+                found.add(index[id(out)])
+            stack, seen = [out.grad_fn], set()
+            while stack:
+                fn = stack.pop()
+                if fn is None or fn in seen:
+                    continue
+                seen.add(fn)
+                k = index.get(id(getattr(fn, "variable", None)))
+                if k is not None:
+                    found.add(k)
+                stack.extend(f for f, _ in fn.next_functions)
+            result.append(frozenset(found))
+        return result
+
+    @staticmethod
     def meta(t: torch.Tensor) -> tuple:
         return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
 
@@ -225,8 +287,20 @@ class TorchOps:
         return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), _autocast_state())
 
     @staticmethod
+    def saved_tensor_hooks() -> bool:
+        return _top_hooks(True) is not None
+
+    @staticmethod
     def structure_epoch() -> int:
         return _Structure.epoch
+
+    sublayers = staticmethod(lambda layer: list(layer.modules()))
+
+    @staticmethod
+    def compile(forward: Any, options: Any) -> Any:
+        """Inductor over the forward alone (the layer's own hooks stay outside, as the graph's do);
+        its default mode: ``reduce-overhead`` records graphs of its own, which a capture cannot hold."""
+        return torch.compile(forward, **(options if isinstance(options, dict) else {}))
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:
@@ -269,12 +343,16 @@ class TorchOps:
         return _alias(t)
 
     @staticmethod
-    def bind(layer: torch.nn.Module, params: list) -> tuple[list, Any]:
+    def twin_leaf(t: torch.Tensor) -> torch.Tensor:
+        return _alias(t).requires_grad_(t.requires_grad)
+
+    @staticmethod
+    def bind(layer: torch.nn.Module, plain: Any, params: list) -> tuple[list, Any]:
         """Leaves that share the parameters' memory stand in for them inside the graph: its autograd
         graph then holds no AccumulateGrad node of the real parameters (a node made on another stream
         breaks the capture) and keeps working when the optimizer bumps their version counters."""
         if not params:
-            return [], lambda args, kwargs: layer(*args, **kwargs)
+            return [], lambda args, kwargs: plain(*args, **kwargs)
         index = {id(p): j for j, p in enumerate(params)}
         # Parameters (of the alias, with the alias's version counter): compiled code guards on the type.
         leaves = [torch.nn.Parameter(_alias(p)) for p in params]
@@ -283,7 +361,14 @@ class TorchOps:
             for name, p in layer.named_parameters(remove_duplicate=False)
             if id(p) in index
         }
-        return leaves, lambda args, kwargs: torch.func.functional_call(layer, mapping, args, kwargs)
+
+        def call(args: tuple, kwargs: dict) -> Any:
+            # torch.func.functional_call's own swap, around the forward alone: the layer's hooks
+            # run outside the graph, in its __call__, as they do unwrapped.
+            with _reparametrize_module(layer, mapping):
+                return plain(*args, **kwargs)
+
+        return leaves, call
 
     @staticmethod
     def autograd_grad(outputs: list, inputs: list, grad_outputs: list) -> list:
@@ -374,6 +459,8 @@ class TorchOps:
             if getattr(nn_module, name, None):
                 return f"global module hooks ({name}) would run only at capture"
         for name, m in layer.named_modules():
+            if m is layer:  # the layer's own hooks run around its forward, outside the graph
+                continue
             for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
                 if getattr(m, attr, None):
                     return f"module hooks on {name or 'the layer'} ({attr}) would run only at capture"
@@ -415,6 +502,19 @@ class TorchOps:
     @staticmethod
     def anchor(device: torch.device) -> torch.Tensor:
         return torch.empty(0, device=device, requires_grad=True)
+
+    @staticmethod
+    def anchor_node(anchor: torch.Tensor) -> Any:
+        # A view of the anchor: its node leads to nothing anyone asks for (the engine does not say
+        # whether it runs a leaf's own node while torch.autograd.grad runs).
+        with torch.enable_grad():
+            return anchor.view_as(anchor)
+
+    @staticmethod
+    def partial_backward(node: Any) -> bool:
+        # A backward that runs everything (loss.backward()) runs every node; torch.autograd.grad and
+        # backward(inputs=...) run what leads to what they ask for, which the anchor's view never does.
+        return node is not None and not _will_execute(node.grad_fn)
 
     @staticmethod
     def chain_layer(layers: list, forward: Any) -> torch.nn.Module:
@@ -493,42 +593,43 @@ _functorch_active = torch._C._are_functorch_transforms_active
 _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
-class TorchGraphedLayer(GraphedLayerBase, torch.nn.Module):
-    """``CUDAGraphedLayer`` for a ``torch.nn.Module``: a real module whose ``state_dict`` keys are the
-    wrapped layer's own, so checkpoints load into the wrapped and the unwrapped model alike."""
-
-    _ops = TorchOps()
-    _children = "_modules"
-    _is_replica = False  # torch.nn.DataParallel's copies of the module set it
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if self._is_replica:
-            # A copy that torch.nn.DataParallel made for one device and runs in a thread: its layer is
-            # another copy, and the graphs (and the runner) are the original's.
-            stats = self._runner.stats
-            stats.eager_calls += 1
-            stats.fallback("a torch.nn.DataParallel replica (a copy of the layer, run in a thread)")
-            return self._modules["layer"](*args, **kwargs)
-        return self._runner(args, kwargs)
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any
-        registration), without walking every submodule on every step: for a whole model that walk
-        is a large share of a graphed step's host time."""
-        if not set_to_none:
-            super().zero_grad(set_to_none)
-            return
-        for p in self._runner._read_parameters():
-            p.grad = None
-
-    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
-        return self.layer.state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
-
-    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
-        for key in [k for k in state_dict if k.startswith(prefix)]:
-            state_dict[f"{prefix}layer.{key[len(prefix):]}"] = state_dict.pop(key)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+_tracing_state = torch._C._get_tracing_state
+_fx = torch.fx._symbolic_trace
+_fx_tracing = getattr(_fx, "is_fx_symbolic_tracing", None) or _fx.is_fx_tracing
+_compiling = torch.compiler.is_compiling
 
 
-_OPS = TorchGraphedLayer._ops
-CUDAGraphedLayer.register(TorchGraphedLayer)
+class TorchAdapter(graphed.Adapter):
+    """The wrapper's PyTorch side."""
+
+    ops = TorchOps()
+    layer_base = torch.nn.Module
+
+    @staticmethod
+    def bypass() -> bool:
+        # torch.compile, torch.export, torch.jit.trace and torch.fx trace the original forward.
+        return _compiling() or _tracing_state() is not None or _fx_tracing()
+
+    @staticmethod
+    def is_replica(layer: torch.nn.Module) -> bool:
+        return bool(layer.__dict__.get("_is_replica"))  # set on torch.nn.DataParallel's copies
+
+    def class_methods(self, cls: type) -> dict[str, Any]:
+        if cls.zero_grad is not torch.nn.Module.zero_grad:
+            return {}
+        return {"zero_grad": _zero_grad}
+
+
+def _zero_grad(self: torch.nn.Module, set_to_none: bool = True) -> None:
+    """``Module.zero_grad`` over the parameter list the runtime keeps (re-read after any
+    registration), without walking every submodule on every step: for a whole model that walk
+    is a large share of a graphed step's host time."""
+    state = graphed.state_of(self)
+    if not set_to_none or state is None or not state.serves(self) or state.runner is None:
+        torch.nn.Module.zero_grad(self, set_to_none)
+        return
+    for p in state.runner._read_parameters():
+        p.grad = None
+
+
+ADAPTER = TorchAdapter()

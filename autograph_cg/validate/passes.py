@@ -1,7 +1,7 @@
 """One validation pass: wrap some layers of a model in memory, run inference and SGD training, keep what came out.
 
-Wrapping happens on live objects (no source is rewritten): the chosen layers are replaced in their
-parent by a `CUDAGraphedLayer`, top-most first, so a graph never holds another.
+Wrapping happens on live objects (no source is rewritten): the chosen layers are wrapped in place by
+`CUDAGraphedLayer`, top-most first, so a graph never holds another.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import numpy as np
 
 from autograph_cg.analysis.plan import Plan
 from autograph_cg.findings import Span
-from autograph_cg.runtime import CUDAGraphedLayer
+from autograph_cg.runtime import CUDAGraphedLayer, stats_of
+from autograph_cg.runtime import unwrap as runtime_unwrap
 from autograph_cg.validate.births import Births, inside, real
 from autograph_cg.validate.frameworks import Framework
 from autograph_cg.validate.target import Subject
@@ -44,22 +45,18 @@ def layers(fw: Framework, model: Any) -> list[Path]:
 
 
 def unwrap(fw: Framework, model: Any) -> Any:
-    """Take out wrappers already in the model (rewritten code), so every pass starts from eager layers."""
-    if isinstance(model, CUDAGraphedLayer):
-        model = model.layer
+    """Take out wrapping already in the model (rewritten code), so every pass starts from eager layers."""
     for path in layers(fw, model):
-        module = path[-1][0]
-        for name, child in fw.children(module):
-            if isinstance(child, CUDAGraphedLayer):
-                setattr(module, name, child.layer)
+        if isinstance(path[-1][0], CUDAGraphedLayer):
+            runtime_unwrap(path[-1][0])
     return model
 
 
 def wrap_where(
     fw: Framework, model: Any, pick: Callable[[Path], bool], wrap: Callable[[Any, str], Any]
 ) -> tuple[Any, list[Any]]:
-    """Wrap the top-most layers `pick` selects; returns what to call in place of the model, and the wrappers.
-    A layer held in two places gets one wrapper."""
+    """Wrap the top-most layers `pick` selects; returns what to call in place of the model, and the wrapped
+    layers. A layer held in two places is wrapped once."""
     made: dict[int, Any] = {}
 
     def visit(path: Path) -> Any:
@@ -78,14 +75,12 @@ def wrap_where(
 
 
 def graphed_share(fw: Framework, model: Any) -> tuple[int, int]:
-    """(layers that run inside a graph, all layers), each layer counted once and wrappers not at all."""
+    """(layers that run inside a graph, all layers), each layer counted once."""
     inside: dict[int, bool] = {}
 
     def visit(module: Any, in_graph: bool) -> None:
-        if isinstance(module, CUDAGraphedLayer):
-            in_graph = True
-        else:
-            inside[id(module)] = inside.get(id(module), False) or in_graph
+        in_graph = in_graph or isinstance(module, CUDAGraphedLayer)
+        inside[id(module)] = inside.get(id(module), False) or in_graph
         for _, child in fw.children(module):
             visit(child, in_graph)
 
@@ -290,10 +285,42 @@ def compare(got: Trace, want: Trace) -> Diff:
     return Diff(worst["outputs"], worst["grads"], bitwise)
 
 
+def dropin_differences(before: dict[str, list], after: dict[str, list]) -> tuple[str, ...]:
+    """What wrapping changed of the names code finds a model by (`Framework.names`), one line each."""
+    out = []
+    for what, old in before.items():
+        new = after.get(what, [])
+        if new != old:
+            gone = [x for x in old if x not in new][:2]
+            added = [x for x in new if x not in old][:2]
+            out.append(f"{what} changed (was {_few(gone)}, now {_few(added)})")
+    return tuple(out)
+
+
+def _few(items: list) -> str:
+    return ", ".join(map(str, items)) or "in another order"
+
+
+def presence_differences(fw: Framework, model: Any, got: Trace, want: Trace) -> tuple[str, ...]:
+    """Parameters that have a gradient in one run and none in the other, at the first step they do."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    params = fw.trainable(model)
+    for step, (mine, ref) in enumerate(zip(got.grads, want.grads)):
+        odd = [
+            f"{names.get(id(p), '?')} has {'a gradient' if r is not None else 'none'} eagerly, "
+            f"{'one' if m is not None else 'none'} wrapped"
+            for p, m, r in zip(params, mine, ref)
+            if (m is None) != (r is None)
+        ]
+        if odd:
+            return (f"gradient presence at training step {step + 1}: " + "; ".join(odd[:3]),)
+    return ()
+
+
 @dataclass(frozen=True)
 class RunStats:
-    """The runtime's counters (`wrapper.stats`: captures, replays, eager calls, ...) summed over the
-    wrappers of one pass, with the reasons they went eager."""
+    """The runtime's counters (`stats_of(layer)`: captures, replays, eager calls, ...) summed over the
+    wrapped layers of one pass, with the reasons they went eager."""
 
     wrapped: int = 0
     counts: dict[str, float] = field(default_factory=dict)
@@ -316,7 +343,7 @@ def run_stats(wrappers: list[Any]) -> RunStats:
     disabled: dict[str, None] = {}
     fallbacks: Counter = Counter()
     for wrapper in wrappers:
-        stats = wrapper.stats
+        stats = stats_of(wrapper)
         counts.update({k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
         if stats["disabled_reason"]:
             disabled[stats["disabled_reason"]] = None

@@ -1,6 +1,8 @@
-"""Every PyTorch and torchvision layer on the allowlist captures: forward and backward in one CUDA graph, replayed on
-fresh inputs copied into the static ones, match eager (outputs, input and parameter grads, buffers). Layers that draw
-random numbers must draw anew on every replay, and the backward must use the forward's draw."""
+"""Every PyTorch and torchvision layer on the allowlist captures through the runtime users run
+(``CUDAGraphedLayer``, its first-replay check on): forward and backward replayed on fresh inputs match
+eager (outputs, input and parameter grads, buffers), with no eager call and no fallback. Layers that draw
+random numbers draw what eager draws from the same generator state, anew on every replay, and the
+backward uses the forward's draw."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from autograph_cg.analysis.framework_layers import GPU, LAYERS, OFF  # noqa: E402
+from autograph_cg.runtime import CUDAGraphedLayer, stats_of  # noqa: E402
 from tests.analysis.framework_cases import (  # noqa: E402
     HAZARD_CASES,
     TORCH_CASES,
@@ -27,7 +30,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 CHECKED = [layer.name for layer in LAYERS if layer.checked == GPU and layer.role != OFF]
 REFUSED = [layer.name for layer in LAYERS if layer.checked == GPU and layer.role == OFF]  # off because of this test
-STEPS = 2
+STEPS = 3  # replays after the capture step
 
 
 @pytest.fixture(autouse=True)
@@ -45,51 +48,24 @@ def _case(name: str) -> Case:
     return {**TORCH_CASES, **TORCHVISION_CASES}[name]
 
 
-class Captured:
-    """One layer captured with static inputs: forward, and in training the grads of a weighted sum of its outputs."""
-
-    def __init__(self, case: Case, module: torch.nn.Module, training: bool) -> None:
-        self.case, self.module, self.training = case, module, training
-        self.args, self.kwargs = make_inputs(case, 0, "cuda")
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                self._step()
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.outputs, self.grads = self._step()
-
-    def _step(self) -> tuple[list, list]:
-        with torch.set_grad_enabled(self.training):
-            outputs = float_outputs(self.module(*self.args, **self.kwargs))
-            if not self.training:  # copies: a layer that returns a view of its input still records a kernel
-                return [o.clone() for o in outputs], []
-            if not hasattr(self, "weights"):
-                self.weights = [torch.randn_like(o) for o in outputs]
-            loss = weighted_sum(outputs, self.weights)
-            if not loss.requires_grad:
-                return outputs, []
-            return outputs, list(torch.autograd.grad(loss, grad_targets(self.module, self.args), allow_unused=True))
-
-    def replay(self, args: list, kwargs: dict) -> tuple[list, list]:
-        with torch.no_grad():
-            for static, fresh in [*zip(self.args, args), *((self.kwargs[k], v) for k, v in kwargs.items())]:
-                static.copy_(fresh)
-        self.graph.replay()
-        return [o.clone() for o in self.outputs], [g.clone() if g is not None else None for g in self.grads]
-
-
-def _eager(case: Case, module: torch.nn.Module, args: list, kwargs: dict, weights: list, training: bool):
+def _step(module: torch.nn.Module, args: list, kwargs: dict, weights: list, training: bool) -> tuple[list, list]:
+    """Outputs, and in training the grads of a weighted sum of them (inputs and parameters), by
+    ``loss.backward()`` as a training loop takes them."""
     with torch.set_grad_enabled(training):
         outputs = float_outputs(module(*args, **kwargs))
         if not training:
-            return outputs, []
+            return [o.detach().clone() for o in outputs], []
+        if not weights:
+            weights.extend(torch.randn_like(o) for o in outputs)
         loss = weighted_sum(outputs, weights)
         if not loss.requires_grad:
-            return outputs, []
-        return outputs, list(torch.autograd.grad(loss, grad_targets(module, args), allow_unused=True))
+            return [o.detach() for o in outputs], []
+        targets = grad_targets(module, args)
+        loss.backward()
+        grads = [None if t.grad is None else t.grad.clone() for t in targets]
+        for t in targets:  # the next step starts from no gradient, inputs included
+            t.grad = None
+        return [o.detach() for o in outputs], grads
 
 
 def _close(got: list, want: list, what: str) -> None:
@@ -101,30 +77,38 @@ def _close(got: list, want: list, what: str) -> None:
 
 
 def capture_matches_eager(case: Case, training: bool) -> None:
+    """The layer wrapped and an eager twin run the same inputs from the same generator state."""
     torch.manual_seed(0)
     eager = case.build().cuda().train(training)
-    graphed = copy.deepcopy(eager)
-    captured = Captured(case, graphed, training)
-    with torch.no_grad():  # the warm-up moved running statistics: start both from the same state
-        for mine, theirs in zip(graphed.buffers(), eager.buffers()):
-            mine.copy_(theirs)
+    graphed = CUDAGraphedLayer(copy.deepcopy(eager), num_warmup_steps=1, backend="cuda", fuse=False)
+    weights: list = []
     random = case.random == "always" or (case.random == "train" and training)
-    for step in range(1, STEPS + 1):
+    for step in range(STEPS + 2):  # a warmup call, the capture, then replays
         args, kwargs = make_inputs(case, step, "cuda")
-        outputs, grads = captured.replay(args, kwargs)
+        twin_args = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+        torch.manual_seed(100 + step)
+        outputs, grads = _step(graphed, args, kwargs, weights, training)
+        torch.manual_seed(100 + step)
+        want_outputs, want_grads = _step(eager, twin_args, kwargs, weights, training)
         assert all(torch.isfinite(o).all() for o in outputs)
-        if random:
-            again, _ = captured.replay(args, kwargs)
-            assert any(not torch.equal(a, b) for a, b in zip(outputs, again)), "a replay repeated the previous draw"
-            outputs, grads = captured.replay(args, kwargs)
-            if case.homogeneous and grads and grads[0] is not None:  # Euler: x . grad = w . f(x) when f(a x) = a f(x)
-                euler = sum((w * o).sum() for w, o in zip(captured.weights, outputs))
-                torch.testing.assert_close((grads[0] * args[0]).sum(), euler, rtol=1e-4, atol=1e-4)
-            continue
-        want_outputs, want_grads = _eager(case, eager, args, kwargs, getattr(captured, "weights", []), training)
-        _close(outputs, want_outputs, "output")
-        _close(grads, want_grads, "grad")
-        _close(list(graphed.buffers()), list(eager.buffers()), "buffer")
+        _close(outputs, want_outputs, f"step {step} output")
+        _close(grads, want_grads, f"step {step} grad")
+        _close(list(graphed.buffers()), list(eager.buffers()), f"step {step} buffer")
+    if random:  # the same inputs twice: each replay draws anew, and the backward uses its forward's draw
+        args, kwargs = make_inputs(case, 0, "cuda")
+        first, _ = _step(graphed, args, kwargs, weights, training)
+        outputs, grads = _step(graphed, args, kwargs, weights, training)
+        assert any(not torch.equal(a, b) for a, b in zip(outputs, first)), "a replay repeated the previous draw"
+        if case.homogeneous and grads and grads[0] is not None:  # Euler: x . grad = w . f(x) when f(a x) = a f(x)
+            euler = sum((w * o).sum() for w, o in zip(weights, outputs))
+            torch.testing.assert_close((grads[0] * args[0]).sum(), euler, rtol=1e-4, atol=1e-4)
+    stats = stats_of(graphed)
+    assert stats["disabled_reason"] is None, stats["disabled_reason"]
+    replays = STEPS + 1 + (2 if random else 0)
+    assert stats["captures"] == 1 and stats["forward_replays"] == replays, stats
+    assert not stats["eager_calls"] and not stats["eager_backwards"] and not stats["fallbacks"], stats
+    if training and grads:
+        assert stats["backward_replays"] == replays, stats
 
 
 @pytest.mark.parametrize("name", CHECKED)
@@ -139,7 +123,8 @@ def test_layer_captures_in_inference(name: str) -> None:
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_layer_off_the_list_does_not_capture(name: str) -> None:
-    """What keeps it off the list still holds: in training, its capture fails or replays wrong."""
+    """What keeps it off the list still holds: in training, its capture fails, the runtime's check
+    finds the replay differs from eager, or it replays wrong."""
     with pytest.raises((RuntimeError, AssertionError)):
         capture_matches_eager(_case(name), training=True)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograph_cg.analysis.plan import Plan, TreeNode, WrapSite
+from autograph_cg.analysis.plan import Note, Plan, TreeNode, WrapSite
 from autograph_cg.analysis.verdicts import Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
 
@@ -75,18 +75,22 @@ def hand_made() -> HandMade:
             )),
         )
     }
-    linear = TreeNode("paddle.nn.Linear", "self.qkv", False, True)
+
+    def node(qual: str, target: str, wrapped: bool, in_graph: bool, site: WrapSite | None = None, children: tuple[TreeNode, ...] = ()) -> TreeNode:
+        return TreeNode(qual, target, wrapped, in_graph, site, children, verdict=verdicts.get(qual))
+
+    linear = node("paddle.nn.Linear", "self.qkv", False, True)
     roots = (
-        TreeNode("paddle_lm.model.DecoderLM", "", False, False, None, (
-            TreeNode("paddle.nn.Embedding", "self.embed", False, False),
-            TreeNode("paddle_lm.block.DecoderBlock", "self.blocks[*]", True, False, site_block, (
-                TreeNode("paddle_lm.attention.MultiHeadAttention", "self.attn", False, True, None, (linear,)),
+        node("paddle_lm.model.DecoderLM", "", False, False, None, (
+            node("paddle.nn.Embedding", "self.embed", False, False),
+            node("paddle_lm.block.DecoderBlock", "self.blocks[*]", True, False, site_block, (
+                node("paddle_lm.attention.MultiHeadAttention", "self.attn", False, True, None, (linear,)),
             )),
-            TreeNode("paddle_lm.norm.RMSNorm", "self.norm", True, False, site_norm),
-            TreeNode("paddle_lm.heads.TopPSampler", "self.sampler", False, False),
+            node("paddle_lm.norm.RMSNorm", "self.norm", True, False, site_norm),
+            node("paddle_lm.heads.TopPSampler", "self.sampler", False, False),
         )),
     )
-    plan = Plan((site_block, site_norm), verdicts, roots, ("DecoderLM is built by make_model: wrap it there",))
+    plan = Plan((site_block, site_norm), verdicts, roots, (Note("paddle_lm.model.DecoderLM", "DecoderLM is built by make_model: wrap it there"),))
     files = [PKG + name for name in ("attention.py", "block.py", "heads.py", "mlp.py", "model.py", "norm.py", "ops.py")]
     errors = [SourceError(PKG + "broken.py", "syntax error at line 3: invalid syntax")]
     return HandMade(findings, errors, plan, files)

@@ -20,8 +20,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 # An eligible MLP inside a Net whose call counter makes it ineligible: rewrite wraps `self.mlp`.
 UNWRAPPED = LAYERS
+MLP_ALONE = LAYERS.split("\n\n\nclass Net")[0] + "\n"
 # The same MLP syncing the host in its forward: lint reports AG101 on line 10.
-HAZARD = LAYERS.split("\n\n\nclass Net")[0].replace("return self.fc(x)", "return self.fc(x) * x.sum().item()") + "\n"
+HAZARD = MLP_ALONE.replace("return self.fc(x)", "return self.fc(x) * x.sum().item()")
+# The Net alone, building the MLP of another file.
+PARENT = "import paddle.nn as nn\n\nfrom scale import MLP\n\n\nclass Net" + LAYERS.split("\n\n\nclass Net")[1]
+#: What installing the hooks needs of this working tree: pip builds the package from these.
+HOOK_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "autograph_cg")
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -36,13 +41,14 @@ def _init(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """This working tree (tracked and untracked, minus ignored files), committed in a fresh repository."""
+    """The files of this working tree that the hooks install from (tracked and untracked, minus ignored files),
+    committed in a fresh repository. Nothing else is copied: a virtualenv inside the checkout stays out."""
     dest = tmp_path_factory.mktemp("hooks") / "autograph-cg"
     _init(dest)
-    listed = git(REPO, "ls-files", "-co", "--exclude-standard", "-z").stdout.split("\0")
+    listed = git(REPO, "ls-files", "-co", "--exclude-standard", "-z", "--", *HOOK_FILES).stdout.split("\0")
     for rel in filter(None, listed):
         src = REPO / rel
-        if src.is_file() and not rel.startswith(("fixtures/", "tests/", "bench/")):
+        if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     assert git(dest, "add", "-A").returncode == 0
@@ -85,10 +91,18 @@ def test_hooks_block_and_pass_commits(tmp_path: Path, hook_repo: tuple[Path, str
     assert git(user, "rev-parse", "HEAD").returncode != 0  # nothing was committed
 
     # Clean code: passes.
-    (user / "scale.py").write_text(HAZARD.replace(" * x.sum().item()", ""))  # the MLP alone: eligible, clean
+    (user / "scale.py").write_text(MLP_ALONE)  # eligible, clean
     git(user, "add", "-A")
     done = commit(user, env, "clean layer")
     assert done.returncode == 0, done.stdout + done.stderr
+
+    # A commit of the parent file alone, building the MLP of scale.py unwrapped: the hook is given net.py only,
+    # and judges it with the package (alone, the MLP would be unknown and nothing would be planned).
+    (user / "net.py").write_text(PARENT)
+    git(user, "add", "net.py")
+    blocked = commit(user, env, "parent of another file's layer")
+    assert blocked.returncode != 0 and "would rewrite net.py" in blocked.stdout + blocked.stderr
+    assert git(user, "rev-parse", "HEAD~1").returncode != 0  # still the one commit
 
     # An eligible sublayer left unwrapped: rewrite --check blocks the commit and names the file.
     (user / "net.py").write_text(UNWRAPPED)

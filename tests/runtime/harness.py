@@ -67,6 +67,12 @@ class Harness:
     def state_dict(self, model: Any) -> dict:
         return model.state_dict()
 
+    def ops(self) -> Any:
+        """The runtime's operations of this framework."""
+        import importlib
+
+        return importlib.import_module(f"autograph_cg.runtime.{self.name}_adapter").ADAPTER.ops
+
 
 class TorchHarness(Harness):
     name = "torch"
@@ -111,6 +117,18 @@ class TorchHarness(Harness):
     def container(self, layers: list) -> Any:
         return self.torch.nn.Sequential(*layers)
 
+    def names(self, model: Any) -> dict:
+        return {
+            "parameters": [n for n, _ in model.named_parameters()],
+            "buffers": [n for n, _ in model.named_buffers()],
+            "layers": [(n, type(m).__name__) for n, m in model.named_modules()],
+            "state_dict": list(model.state_dict()),
+        }
+
+    def hook(self, model: Any, pre: Any, post: Any) -> None:
+        model.register_forward_pre_hook(pre)
+        model.register_forward_hook(post)
+
 
 class PaddleHarness(Harness):
     name = "paddle"
@@ -152,6 +170,18 @@ class PaddleHarness(Harness):
     def container(self, layers: list) -> Any:
         return self.paddle.nn.Sequential(*layers)
 
+    def names(self, model: Any) -> dict:
+        return {
+            "parameters": [n for n, _ in model.named_parameters()],
+            "buffers": [n for n, _ in model.named_buffers()],
+            "layers": [(n, type(m).__name__) for n, m in model.named_sublayers(include_self=True)],
+            "state_dict": list(model.state_dict()),
+        }
+
+    def hook(self, model: Any, pre: Any, post: Any) -> None:
+        model.register_forward_pre_hook(pre)
+        model.register_forward_post_hook(post)
+
 
 class _PaddleSGD:
     """The two optimizer calls the tests use, spelled the PyTorch way."""
@@ -176,3 +206,10 @@ def assert_all_close(got: list, want: list, atol: float, what: str) -> None:
     assert len(got) == len(want), f"{what}: {len(got)} vs {len(want)}"
     for i, (a, b) in enumerate(zip(got, want)):
         assert close(a, b, atol), f"{what}[{i}] differs: {a} vs {b}"
+
+
+def runner_of(layer: Any) -> Any:
+    """The runtime's state machine behind a wrapped layer (tests look inside it)."""
+    from autograph_cg.runtime.graphed import state_of
+
+    return state_of(layer).runner

@@ -45,13 +45,13 @@ def define(framework: str) -> SimpleNamespace:
         import torch.nn.functional as F
         from torch import nn
 
-        base, batch_norm, tanh = nn.Module, nn.BatchNorm1d, torch.tanh
+        lib, base, batch_norm, tanh = torch, nn.Module, nn.BatchNorm1d, torch.tanh
     else:
         import paddle
         import paddle.nn.functional as F
         from paddle import nn
 
-        base, batch_norm, tanh = nn.Layer, nn.BatchNorm1D, paddle.tanh
+        lib, base, batch_norm, tanh = paddle, nn.Layer, nn.BatchNorm1D, paddle.tanh
 
     class MLP(base):
         """Pre-LN MLP block with a residual: the shape the benchmark stacks."""
@@ -165,4 +165,75 @@ def define(framework: str) -> SimpleNamespace:
                 raise RuntimeError("unsupported during capture")
             return self.fc(x)
 
-    return SimpleNamespace(**{c.__name__: c for c in (MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture)})
+    class Branches(base):
+        """Two outputs, each from parameters of its own: a loss of one leaves the other's without grads."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fa = nn.Linear(d, d)
+            self.fb = nn.Linear(d, d)
+
+        def forward(self, x: Any) -> Any:
+            return self.fa(x), tanh(self.fb(x))
+
+    class Positions(base):
+        """Position ids kept as a registered buffer and sliced per call, as text encoders keep them."""
+
+        def __init__(self, d: int, n: int = 16) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(n, d)
+            self.fc = nn.Linear(d, d)
+            self.register_buffer("ids", lib.arange(n).unsqueeze(0))
+
+        def forward(self, x: Any) -> Any:
+            return self.fc(x + self.emb(self.ids[:, : x.shape[1]]))
+
+    class Counter(base):
+        """Reads and changes host state in forward: a graph bakes in the value it saw at capture."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.calls = 0
+
+        def forward(self, x: Any) -> Any:
+            self.calls += 1
+            return self.fc(x) * float(self.calls)
+
+    class Cached(base):
+        """An attention-like layer that appends to a cache its caller may pass: pure without one."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+
+        def forward(self, x: Any, cache: Any = None, use_cache: bool = False) -> Any:
+            h = self.fc(x)
+            if cache is not None and use_cache:
+                cache.append(h)
+                h = h + len(cache)
+            return h
+
+    class Tower(base):
+        """Blocks in a container, each with sublayers of its own, and a head."""
+
+        def __init__(self, d: int, n: int = 3) -> None:
+            super().__init__()
+            self.blocks = nn.Sequential(*[MLP(d) for _ in range(n)])
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, d)
+
+        def forward(self, x: Any) -> Any:
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.norm(x))
+
+    return SimpleNamespace(
+        **{
+            c.__name__: c
+            for c in (
+                MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
+                Branches, Positions, Counter, Cached, Tower,
+            )
+        }
+    )

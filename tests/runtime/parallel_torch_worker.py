@@ -69,12 +69,6 @@ class Block(nn.Module):
         return self.fc2(nn.functional.gelu(self.fc1(x)))
 
 
-def _blocks(model: nn.Module) -> list[nn.Module]:
-    """The unwrapped blocks of the model, wherever the wrappers are."""
-    inner = model.layer if isinstance(model, CUDAGraphedLayer) else model
-    return [b.layer if isinstance(b, CUDAGraphedLayer) else b for b in inner]
-
-
 def _engine(engine: str, model: nn.Module, case: dict, device: torch.device) -> nn.Module:
     """The module the training loop calls: ``model`` under ``engine``."""
     if engine == "ddp":
@@ -92,7 +86,7 @@ def _engine(engine: str, model: nn.Module, case: dict, device: torch.device) -> 
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
         mesh = init_device_mesh(device.type, (dist.get_world_size(),))
-        for block in _blocks(model):
+        for block in model:  # the blocks, wrapped or not: wrapping leaves the model's structure as it was
             parallelize_module(block, mesh, {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
         return model
     raise ValueError(engine)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograph_cg.runtime import stats_of
 from tests.runtime.harness import assert_all_close, randn
 
 D, B = 8, 4
@@ -21,7 +22,7 @@ def test_dropout_masks_are_fresh_and_match_backward(fw):
         assert np.array_equal(grad, out)  # backward replays the forward's mask
         assert abs((out == 0).mean() - 0.5) < 0.05  # the eager keep rate
         masks.append(out)
-    assert wrapped.stats["forward_replays"] == 5
+    assert stats_of(wrapped)["forward_replays"] == 5
     for i in range(len(masks)):
         for j in range(i):
             assert not np.array_equal(masks[i], masks[j]), f"replays {j} and {i} drew the same mask"
@@ -45,4 +46,4 @@ def test_dropout_on_the_stand_in_draws_exactly_what_eager_draws(cpu_fw):
             fw.clear_grads(m, True)
         runs.append(out + [fw.rand(4)])
     assert_all_close(runs[0], runs[1], fw.atol, "dropout steps")
-    assert wrapped.stats["forward_replays"] == 3
+    assert stats_of(wrapped)["forward_replays"] == 3

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograph_cg.runtime import chains
-from tests.runtime.harness import assert_all_close, randn
+from autograph_cg.runtime import chains, stats_of
+from tests.runtime.harness import assert_all_close, randn, runner_of
 
 D, B = 8, 4
 N = 4  # blocks in the stack
@@ -47,7 +47,7 @@ def forward_both(fw, blocks, refs, x_np):
 
 
 def chain_runners(blocks):
-    return [c.runner for c in blocks[0]._runner.chains.values()]
+    return [c.runner for c in runner_of(blocks[0]).chains.values()]
 
 
 def test_a_stack_fuses_and_trains_like_eager(fw):
@@ -62,8 +62,8 @@ def test_a_stack_fuses_and_trains_like_eager(fw):
     stats = run.stats.as_dict()
     assert stats["captures"] == 1 and stats["forward_replays"] == stats["backward_replays"] >= 3
     assert stats["eager_backwards"] == 0 and not stats["fallbacks"]
-    assert all(b.stats["fused_calls"] == stats["forward_replays"] for b in blocks)
-    assert all(not b._runner.graph_count for b in blocks)  # their own graphs gave way to the run's
+    assert all(stats_of(b)["fused_calls"] == stats["forward_replays"] for b in blocks)
+    assert all(not runner_of(b).graph_count for b in blocks)  # their own graphs gave way to the run's
 
 
 def test_shared_arguments_and_held_intermediate_outputs(fw):
@@ -90,7 +90,7 @@ def test_shared_arguments_and_held_intermediate_outputs(fw):
         x, shared = randn(B, D), randn(B, D)
         aux = n % 2 == 1
         assert_all_close(run(blocks, x, shared, aux), run(refs, x, shared, aux), fw.atol, f"step {n}")
-    (chain,) = blocks[0]._runner.chains.values()
+    (chain,) = runner_of(blocks[0]).chains.values()
     assert [m.mapping for m in chain.members[1:]] == [((chains.OUT, 0), (chains.ARG, 1))] * (N - 1)
     assert chain.runner.stats.forward_replays >= 2
 
@@ -119,7 +119,7 @@ def test_inference_mode_tensors(torch_fw):
         for n in range(7):
             outs = [fw.numpy(h) for h in forward_both(fw, blocks, refs, randn(B, D))]
             assert_all_close(outs[:1], outs[1:], fw.atol, f"call {n}")
-    assert chain_runners(blocks) and blocks[N - 1].stats["fused_calls"] >= 3
+    assert chain_runners(blocks) and stats_of(blocks[N - 1])["fused_calls"] >= 3
 
 
 def nudge(fw, model) -> None:
@@ -170,7 +170,7 @@ def check_run_that_stops_following(fw, change: str) -> None:
         else:
             got, want = step(fw, blocks, x), step(fw, refs, x)
         assert_all_close(got, want, fw.atol, f"step {n}")
-    head = blocks[0]._runner
+    head = runner_of(blocks[0])
     assert head.stats.fused_calls >= 2  # it fused before the change
     ended = head.stats.runs_ended
     if change in ("modified in place", "parameters changed"):  # every run ends: the head stops after MAX_BREAKS
@@ -197,7 +197,7 @@ def test_a_hook_on_an_intermediate_output_ends_the_run(torch_fw):
             out = step(fw, models, x, hook)
             seen.append(out + grads)
         assert_all_close(seen[0], seen[1], fw.atol, f"step {n}")
-    assert blocks[0].stats["runs_ended"] >= 1
+    assert stats_of(blocks[0])["runs_ended"] >= 1
 
 
 def test_layers_that_change_buffers_do_not_fuse(torch_fw):
@@ -211,9 +211,9 @@ def test_layers_that_change_buffers_do_not_fuse(torch_fw):
         assert_all_close(
             [b for m in blocks for b in fw.buffers(m)], [b for m in refs for b in fw.buffers(m)], fw.atol, "buffers"
         )
-    assert all(e.mutates_buffers for b in blocks for e in b._runner.entries.values() if e.slots)
-    assert not any(b.stats["fused_calls"] for b in blocks)
-    assert all(b.stats["forward_replays"] == 6 for b in blocks)
+    assert all(e.mutates_buffers for b in blocks for e in runner_of(b).entries.values() if e.slots)
+    assert not any(stats_of(b)["fused_calls"] for b in blocks)
+    assert all(stats_of(b)["forward_replays"] == 6 for b in blocks)
 
 
 def test_fuse_false_keeps_each_layer_on_its_own(fw):
@@ -221,7 +221,7 @@ def test_fuse_false_keeps_each_layer_on_its_own(fw):
     for n in range(7):
         x = randn(B, D)
         assert_all_close(step(fw, blocks, x), step(fw, refs, x), fw.atol, f"step {n}")
-    assert not chain_runners(blocks) and all(b.stats["forward_replays"] == 6 for b in blocks)
+    assert not chain_runners(blocks) and all(stats_of(b)["forward_replays"] == 6 for b in blocks)
 
 
 def test_what_follows_what_keeps_no_layer_alive(fw):
@@ -236,8 +236,8 @@ def test_what_follows_what_keeps_no_layer_alive(fw):
     alone = fw.wrap(fw.build("MLP", D), num_warmup_steps=0)
     for n in range(3):  # captured, then replayed: the thread's last replayed call
         step(fw, [alone], randn(B, D))
-    assert chains.TRACK.pending is None and chains.TRACK.last.runner() is alone._runner
-    runners = [weakref.ref(b._runner) for b in [*blocks, alone]]
+    assert chains.TRACK.pending is None and chains.TRACK.last.runner() is runner_of(alone)
+    runners = [weakref.ref(runner_of(b)) for b in [*blocks, alone]]
     del blocks, alone
     gc.collect()
     assert all(r() is None for r in runners)

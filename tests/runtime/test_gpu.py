@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runtime.harness import TorchHarness, assert_all_close, randn
+from autograph_cg.runtime import stats_of
+from tests.runtime.harness import TorchHarness, assert_all_close, randn, runner_of
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -28,7 +29,7 @@ def test_host_sync_layer_falls_back_and_still_trains():
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
-    stats = model[1].stats
+    stats = stats_of(model[1])
     assert stats["disabled_reason"].startswith("capture failed") and stats["eager_calls"] == 28
     assert not torch.cuda.is_current_stream_capturing()
     assert losses[-1] < 0.5 * losses[0]
@@ -45,7 +46,7 @@ def test_host_sync_layer_falls_back_and_still_trains():
             fw.backward(fw.loss(y))
             sink += [fw.numpy(y), fw.grad(xt)] + fw.param_grads(m)
         assert_all_close(got, want, fw.atol, "after the failed capture")
-    assert wrapped.stats["backward_replays"] == 2
+    assert stats_of(wrapped)["backward_replays"] == 2
     a, b = torch.rand(4, device="cuda"), torch.rand(4, device="cuda")
     assert not torch.equal(a, b)
 
@@ -59,7 +60,7 @@ def test_graphs_of_a_model_share_one_pool_per_depth():
     for block in blocks:
         y = block(y)
     y.sum().backward()
-    ledgers = {slot.ledger for b in blocks for e in b._runner.entries.values() for slot in e.slots}
+    ledgers = {slot.ledger for b in blocks for e in runner_of(b).entries.values() for slot in e.slots}
     assert len(ledgers) == 1  # one pool for all four layers' forward and backward graphs
     (ledger,) = ledgers
     assert ledger.inflight == {} and ledger in pools._ledgers.values()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from autograph_cg.runtime import stats_of
 from tests.runtime.harness import assert_all_close, close, randn
 from tests.runtime.test_training import B, D, run
 
@@ -39,9 +40,9 @@ def test_nested_wrappers_train_like_eager(fw):
         opt_wrapped.step()
         opt_ref.zero_grad(set_to_none=True)
         opt_wrapped.zero_grad(set_to_none=True)
-    assert outer.stats["captures"] == 1 and outer.stats["forward_replays"] == 4  # 6 calls, 2 of warmup
-    assert inner.stats["nested_calls"] >= 1  # called inside the outer capture, it ran plainly
-    assert not inner.stats["disabled_reason"]
+    assert stats_of(outer)["captures"] == 1 and stats_of(outer)["forward_replays"] == 4  # 6 calls, 2 of warmup
+    assert stats_of(inner)["nested_calls"] >= 1  # called inside the outer capture, it ran plainly
+    assert not stats_of(inner)["disabled_reason"]
 
 
 def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(fw):
@@ -56,14 +57,15 @@ def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(fw):
         y1, g1 = run(fw, outer, x)
         y0, g0 = run(fw, ref, x)
         assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), f"step {step}"
-    assert outer.stats["disabled_reason"]  # the host sync made its capture fail
-    assert inner.stats["captures"] == 1 and inner.stats["forward_replays"] >= 1
+    assert stats_of(outer)["disabled_reason"]  # the host sync made its capture fail
+    assert stats_of(inner)["captures"] == 1 and stats_of(inner)["forward_replays"] >= 1
 
 
 _AFTER_FAILED_OUTER = textwrap.dedent(
     """
     import gc
     import torch
+    from autograph_cg.runtime import stats_of
     from tests.runtime.harness import TorchHarness, randn
     from tests.runtime.test_nested import _sequential
     from tests.runtime.test_training import B, D, run
@@ -75,13 +77,13 @@ _AFTER_FAILED_OUTER = textwrap.dedent(
     outer = fw.wrap(_sequential(fw, inner, fw.build("Sync", D)), num_warmup_steps=1)
     for _ in range(4):
         run(fw, outer, randn(B, D))
-    assert outer.stats["disabled_reason"] and inner.stats["captures"] == 1, (outer.stats, inner.stats)
+    assert stats_of(outer)["disabled_reason"] and stats_of(inner)["captures"] == 1, (stats_of(outer), stats_of(inner))
     del inner, outer
     gc.collect()  # the pool the inner layer captured into loses its last graph
     fresh = fw.wrap(fw.build("MLP", D), num_warmup_steps=0)
     for _ in range(2):
         run(fw, fresh, randn(B, D))
-    assert fresh.stats["captures"] == 1, fresh.stats
+    assert stats_of(fresh)["captures"] == 1, stats_of(fresh)
     del other, fresh
     gc.collect()
     torch.cuda.empty_cache()

@@ -9,6 +9,7 @@ import importlib.util
 
 import pytest
 
+from autograph_cg.runtime import stats_of
 from tests.runtime.harness import close, randn
 
 D, B = 8, 4
@@ -20,7 +21,7 @@ def train_eagerly_checked(fw, model, ref, steps: int = 3) -> dict:
         y = model(fw.tensor(x, True))
         assert close(fw.numpy(y), fw.numpy(ref(fw.tensor(x, True))), fw.atol)
         fw.backward(fw.loss(y))
-    return model.stats
+    return stats_of(model)
 
 
 def test_torch_data_parallel_inside_the_wrapper_keeps_it_eager():

@@ -4,6 +4,7 @@ on the gradient before it is stored, keeps the layer eager. PyTorch only: Paddle
 
 from __future__ import annotations
 
+from autograph_cg.runtime import stats_of
 from tests.runtime.harness import assert_all_close, randn
 
 D, B = 8, 4
@@ -27,7 +28,7 @@ def compare(fw, hook, steps: int) -> tuple[tuple, tuple, dict]:
     ref = fw.build("MLP", D)
     wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
     xs = [randn(B, D) for _ in range(steps)]
-    return train_seen(fw, wrapped, xs, hook), train_seen(fw, ref, xs, hook), wrapped.stats
+    return train_seen(fw, wrapped, xs, hook), train_seen(fw, ref, xs, hook), stats_of(wrapped)
 
 
 def test_post_accumulate_grad_hooks_run_after_each_replay(torch_fw):

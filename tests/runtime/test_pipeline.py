@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runtime.harness import assert_all_close, randn
+from autograph_cg.runtime import stats_of
+from tests.runtime.harness import assert_all_close, randn, runner_of
 
 D, B = 8, 4
 
@@ -50,12 +51,12 @@ def test_one_f_one_b_matches_eager(fw, fuse):
         for model in (*wrapped, *refs):
             fw.clear_grads(model, True)
     if fuse:  # the two stages run back to back: one graph per micro-batch in flight
-        (run,) = [c.runner for c in wrapped[0]._runner.chains.values()]
+        (run,) = [c.runner for c in runner_of(wrapped[0]).chains.values()]
         assert run.stats.captures == 2 and run.stats.forward_replays >= 8
-        assert wrapped[1].stats["fused_calls"] == run.stats.forward_replays
+        assert stats_of(wrapped[1])["fused_calls"] == run.stats.forward_replays
         return
     for w in wrapped:
-        stats = w.stats
+        stats = stats_of(w)
         assert stats["captures"] == 2  # one graph set per micro-batch in flight, reused afterwards
         assert stats["forward_replays"] == 11 and stats["backward_replays"] == 11
         assert stats["eager_backwards"] == 0
@@ -75,7 +76,7 @@ def test_interleaved_chunks_match_eager(fw):
         assert_all_close(got, want, fw.atol, f"step {step}")
         for model in (*wrapped, *refs):
             fw.clear_grads(model, True)
-    assert all(w.stats["captures"] == 3 for w in wrapped)
+    assert all(stats_of(w)["captures"] == 3 for w in wrapped)
 
 
 def test_backward_out_of_capture_order_stays_correct(fw):
@@ -94,8 +95,8 @@ def test_backward_out_of_capture_order_stays_correct(fw):
             results.append([fw.numpy(y) for y in outs] + [fw.grad(x) for x in inputs]
                            + fw.param_grads(models[0]) + fw.param_grads(models[1]))
         assert_all_close(results[0], results[1], fw.atol, f"step {step}")
-    assert wrapped[0].stats["eager_backwards"] == 3  # every step after capture: replay unsafe
-    assert wrapped[1].stats["backward_replays"] == 3
+    assert stats_of(wrapped[0])["eager_backwards"] == 3  # every step after capture: replay unsafe
+    assert stats_of(wrapped[1])["backward_replays"] == 3
 
 
 def test_per_block_stack_matches_eager(fw):
@@ -122,6 +123,6 @@ def test_in_flight_calls_past_the_bound_run_eagerly(fw):
     got = run_schedule(fw, [wrapped], order, xs)
     want = run_schedule(fw, [ref], order, xs)
     assert_all_close(got, want, fw.atol, "four in flight")
-    stats = wrapped.stats
+    stats = stats_of(wrapped)
     assert stats["captures"] == 2 and stats["eager_calls"] == 2
     assert any("graph cache full" in reason for reason in stats["fallbacks"])

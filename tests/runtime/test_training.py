@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.runtime.harness import assert_all_close, close, randn
+from autograph_cg.runtime import stats_of
+from tests.runtime.harness import assert_all_close, close, randn, runner_of
 
 D, B = 8, 4
 
@@ -33,7 +34,7 @@ def test_training_matches_eager_through_warmup_capture_and_replay(fw):
         set_to_none = step % 2 == 0  # both ways of clearing, alternately
         opt_ref.zero_grad(set_to_none=set_to_none)
         opt_wrapped.zero_grad(set_to_none=set_to_none)
-    stats = wrapped.stats
+    stats = stats_of(wrapped)
     assert stats["captures"] == 1
     assert stats["warmup_calls"] == 2
     assert stats["forward_replays"] == stats["backward_replays"] == 10
@@ -50,7 +51,7 @@ def test_parameter_grads_without_input_grad(fw):
         y0, _ = run(fw, ref, x, requires_grad=False)
         assert close(y1, y0, fw.atol)
         assert_all_close(fw.param_grads(wrapped), fw.param_grads(ref), fw.atol, f"param grads, step {step}")
-    assert wrapped.stats["backward_replays"] == 3
+    assert stats_of(wrapped)["backward_replays"] == 3
 
 
 def test_inference_uses_one_forward_graph(fw):
@@ -66,7 +67,7 @@ def test_inference_uses_one_forward_graph(fw):
             held.append((y, fw.numpy(ref(fw.tensor(x)))))
     for y, want in held:  # earlier outputs are not overwritten by later replays
         assert close(fw.numpy(y), want, fw.atol)
-    stats = wrapped.stats
+    stats = stats_of(wrapped)
     assert stats["captures"] == 1 and stats["forward_replays"] == 3 and stats["backward_replays"] == 0
 
 
@@ -77,7 +78,7 @@ def test_training_outputs_held_across_calls_stay_intact(fw):
     outs = [wrapped(fw.tensor(x, True)) for x in xs]  # three forwards before any backward
     for x, y in zip(xs, outs):
         assert close(fw.numpy(y), fw.numpy(ref(fw.tensor(x, True))), fw.atol)
-    assert wrapped.stats["captures"] == 3  # one graph per call in flight
+    assert stats_of(wrapped)["captures"] == 3  # one graph per call in flight
 
 
 def test_nested_args_kwargs_and_several_outputs(fw):
@@ -102,7 +103,7 @@ def test_nested_args_kwargs_and_several_outputs(fw):
         assert_all_close(results[0], results[1], fw.atol, f"step {step}")
         fw.clear_grads(wrapped, True)
         fw.clear_grads(ref, True)
-    assert wrapped.stats["captures"] == 2  # one graph per value of the non-tensor argument
+    assert stats_of(wrapped)["captures"] == 2  # one graph per value of the non-tensor argument
 
 
 def test_unused_parameter_and_input_get_no_grad(fw):
@@ -117,7 +118,7 @@ def test_unused_parameter_and_input_get_no_grad(fw):
             got.append([fw.grad(y)] + fw.param_grads(model))
         assert got[0][0] is None and got[0][-1] is None  # like eager: no grad at all
         assert_all_close(got[0], got[1], fw.atol, "grads")
-    assert wrapped.stats["backward_replays"] == 2
+    assert stats_of(wrapped)["backward_replays"] == 2
 
 
 def test_shape_changes_get_their_own_graphs(fw):
@@ -129,8 +130,8 @@ def test_shape_changes_get_their_own_graphs(fw):
         y0, g0 = run(fw, ref, x)
         assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol)
         assert_all_close(fw.param_grads(wrapped), fw.param_grads(ref), fw.atol, f"batch {batch}")
-    assert wrapped.stats["captures"] == 2
-    assert wrapped.stats["warmup_calls"] == 3
+    assert stats_of(wrapped)["captures"] == 2
+    assert stats_of(wrapped)["warmup_calls"] == 3
 
 
 def test_buffers_follow_eager(fw):
@@ -143,7 +144,7 @@ def test_buffers_follow_eager(fw):
         y0, _ = run(fw, ref, x)
         assert close(y1, y0, fw.atol)
         assert_all_close(fw.buffers(wrapped), fw.buffers(ref), fw.atol, "buffers")
-    assert wrapped.stats["forward_replays"] == 3
+    assert stats_of(wrapped)["forward_replays"] == 3
 
 
 def test_second_backward_with_retain_graph(torch_fw):
@@ -185,7 +186,7 @@ def test_reallocated_parameters_are_recaptured(fw):
         opt_wrapped.step()
         opt_ref.zero_grad()
         opt_wrapped.zero_grad()
-    assert wrapped.stats["recaptures"] == 1 and wrapped.stats["captures"] == 2
+    assert stats_of(wrapped)["recaptures"] == 1 and stats_of(wrapped)["captures"] == 2
 
 
 def test_a_checkpoint_loaded_after_capture_is_what_replays_use(fw):
@@ -202,7 +203,7 @@ def test_a_checkpoint_loaded_after_capture_is_what_replays_use(fw):
         y1, _ = run(fw, wrapped, x)
         y0, _ = run(fw, ref, x)
         assert close(y1, y0, fw.atol), f"step {step}"
-    assert wrapped.stats["forward_replays"] >= 2
+    assert stats_of(wrapped)["forward_replays"] >= 2
 
 
 def test_parameter_grads_are_stored_a_group_at_a_time(fw):
@@ -210,7 +211,7 @@ def test_parameter_grads_are_stored_a_group_at_a_time(fw):
     never all exist beside the bank; every parameter still gets its grad, equal to eager's."""
     ref = fw.container([fw.build("MLP", D) for _ in range(4)])
     wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=0)
-    ops = wrapped._runner.ops
+    ops = runner_of(wrapped).ops
     sizes: list[int] = []
     for name in ("foreach_add_", "foreach_copy_"):
         real = getattr(ops, name)
@@ -230,7 +231,7 @@ def test_parameter_grads_are_stored_a_group_at_a_time(fw):
         for name in ("foreach_add_", "foreach_copy_"):
             delattr(ops, name)
     n_params = len(list(ref.parameters()))
-    assert wrapped.stats["backward_replays"] >= 2 and sizes
+    assert stats_of(wrapped)["backward_replays"] >= 2 and sizes
     assert max(sizes) < n_params / 2 and len(sizes) >= 4  # in groups, not all at once
 
 
@@ -251,8 +252,8 @@ def test_replaced_parameters_and_sublayers_are_recaptured(torch_fw):
             ref.load_state_dict(state)
             wrapped.load_state_dict(state, assign=True)
         else:
-            wrapped.layer.fc2 = torch.nn.Linear(4 * D, D).to(fw.device)
-            ref.fc2 = copy.deepcopy(wrapped.layer.fc2)
+            wrapped.fc2 = torch.nn.Linear(4 * D, D).to(fw.device)
+            ref.fc2 = copy.deepcopy(wrapped.fc2)
         for model in (wrapped, ref):
             model.zero_grad(set_to_none=True)
         x = randn(B, D)
@@ -260,5 +261,5 @@ def test_replaced_parameters_and_sublayers_are_recaptured(torch_fw):
         y0, g0 = run(fw, ref, x)
         assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), change
         assert_all_close(fw.param_grads(wrapped), fw.param_grads(ref), fw.atol, change)
-    assert wrapped.stats["recaptures"] == 2 and wrapped.stats["captures"] == 3
-    assert not wrapped.stats["fallbacks"]
+    assert stats_of(wrapped)["recaptures"] == 2 and stats_of(wrapped)["captures"] == 3
+    assert not stats_of(wrapped)["fallbacks"]

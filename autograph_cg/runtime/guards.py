@@ -1,0 +1,68 @@
+"""Argument guards: the tests a call must pass for a layer's graphs to serve it.
+
+``rewrite`` writes a guard where a layer is capturable only while some of its forward's arguments
+hold host values the plan names (``past_key_values`` left at ``None``, ``use_cache`` off); a call
+that fails a test runs eagerly, with the reason counted. Docs: docs/runtime.md, "Guards".
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+_HOST = (bool, int, float, complex, str, bytes, type(None))
+_MISSING = object()
+
+
+def _flag(value: Any) -> bool | None:
+    """The truth of a host value, or None for anything else (a tensor's truth would sync the host)."""
+    if isinstance(value, _HOST) or (isinstance(value, (tuple, list, dict)) and not value):
+        return bool(value)
+    return None
+
+
+TESTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "is None": (lambda v: v is None, "is not None"),
+    "is not None": (lambda v: v is not None, "is None"),
+    "falsy": (lambda v: _flag(v) is False, "is not false"),
+    "truthy": (lambda v: _flag(v) is True, "is not true"),
+}
+
+
+class Guard:
+    """Where each guarded parameter sits in the forward's signature, and its test."""
+
+    __slots__ = ("checks",)
+
+    def __init__(self, forward: Callable[..., Any], tests: tuple) -> None:
+        signature = inspect.signature(forward)
+        positional = [
+            name
+            for name, p in signature.parameters.items()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        checks = []
+        for name, test in tests:
+            param = signature.parameters.get(name)
+            if param is None or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"guard {name!r}: forward{signature} has no parameter of that name")
+            position = positional.index(name) if name in positional else None
+            default = _MISSING if param.default is param.empty else param.default
+            accept, failed = TESTS[test]
+            checks.append((name, position, default, accept, f"guard: {name} {failed}"))
+        self.checks = tuple(checks)
+
+    def failure(self, args: tuple, kwargs: dict) -> str | None:
+        """The reason this call may not replay, or None when every test passes."""
+        for name, position, default, accept, failed in self.checks:
+            if name in kwargs:
+                value = kwargs[name]
+            elif position is not None and position < len(args):
+                value = args[position]
+            elif default is not _MISSING:
+                value = default
+            else:
+                continue  # not passed and no default: the call itself will fail eagerly
+            if not accept(value):
+                return failed
+        return None

@@ -1,7 +1,7 @@
 """The exact shape of what `rewrite` adds, so that undo and the safety check recognise it and nothing else.
 
-A wrapped site reads `CUDAGraphedLayer(<original call>)`, or `CUDAGraphedLayer(<original call>, num_warmup_steps=3)`
-when settings are passed through; settings are keyword arguments with literal values from `SETTINGS`. A guarded site
+A wrapped site reads `CUDAGraphedLayer(<original call>)`, or `CUDAGraphedLayer(<original call>, num_warmup_steps=3,
+compile=True)` when settings are passed through; settings are keyword arguments with literal values from `SETTINGS`. A guarded site
 adds `guard={"past_key_values": "is None"}` last: a dict literal from forward parameters to the runtime's tests. The
 import that rewrite adds carries `MARKER`, so undo never removes an import the user wrote.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 import libcst as cst
 
@@ -22,23 +23,34 @@ MARKER = "# autograph-cg: added"
 IMPORT_LINE = f"from {RUNTIME_MODULE} import {WRAPPER}  {MARKER}\n"
 
 # Runtime constructor keywords that rewrite may pass through, with the type of their literal value.
-SETTINGS: dict[str, type] = {"num_warmup_steps": int}
+SETTINGS: dict[str, type] = {"num_warmup_steps": int, "compile": bool}
 GUARD = "guard"  # the runtime's keyword for a site's guard
 
 
 @dataclass(frozen=True, slots=True)
 class WrapSettings:
-    """Runtime settings written into every new wrapper; `None` leaves the runtime's default."""
+    """Runtime settings written into new wrappers; `None` leaves the runtime's default. `compile`: `fnmatch`
+    patterns of the classes whose wrappers compile their layer before capture (`*` for every site)."""
 
     num_warmup_steps: int | None = None
+    compile: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         steps = self.num_warmup_steps
         if steps is not None and (type(steps) is not int or steps < 0):
-            raise ValueError(f"num_warmup_steps must be a whole number >= 0, not {steps!r}")
+            raise ValueError(f"warmup-steps (num_warmup_steps) must be a whole number >= 0, not {steps!r}")
+        if not isinstance(self.compile, tuple) or not all(isinstance(p, str) for p in self.compile):
+            raise ValueError(f"compile must be true or a list of class name patterns, not {self.compile!r}")
 
-    def keywords(self) -> tuple[tuple[str, int], ...]:
-        return tuple((k, v) for k, v in (("num_warmup_steps", self.num_warmup_steps),) if v is not None)
+    def keywords(self, wrapped_class: str = "") -> tuple[tuple[str, int | bool], ...]:
+        """The keywords of a new wrapper of `wrapped_class` (a union `A | B` compiles if each does)."""
+        out: list[tuple[str, int | bool]] = []
+        if self.num_warmup_steps is not None:
+            out.append(("num_warmup_steps", self.num_warmup_steps))
+        classes = [c.strip() for c in wrapped_class.split("|") if c.strip()]
+        if self.compile and classes and all(any(fnmatchcase(c, p) for p in self.compile) for c in classes):
+            out.append(("compile", True))
+        return tuple(out)
 
 
 def _literal_ok(name: str, value: object) -> bool:
@@ -59,9 +71,18 @@ def cst_wrapped_call(node: cst.Call) -> cst.Call | None:
         if arg.keyword.value == GUARD and isinstance(arg.value, cst.Dict):
             if literal_guard(ast.parse(cst.Module([]).code_for_node(arg.value), mode="eval").body) is None:
                 return None
-        elif not isinstance(arg.value, cst.Integer) or not _literal_ok(arg.keyword.value, int(arg.value.value, 0)):
+        elif not _literal_ok(arg.keyword.value, _cst_literal(arg.value)):
             return None
     return first.value
+
+
+def _cst_literal(node: cst.BaseExpression) -> object:
+    """The value of an integer or True/False literal; None for anything else."""
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
 
 
 def cst_guard(wrapper: cst.Call, guard: Guard) -> cst.Call:
@@ -109,12 +130,15 @@ def ast_is_runtime_import(stmt: ast.stmt) -> bool:
     )
 
 
-def build_wrapper(call: cst.Call, settings: WrapSettings, guard: Guard = ()) -> cst.Call:
+def build_wrapper(call: cst.Call, settings: WrapSettings, guard: Guard = (), wrapped_class: str = "") -> cst.Call:
     """`CUDAGraphedLayer(call, k=v, guard={...})`; parentheses around `call` move outside so undo can move them back."""
     no_space = cst.SimpleWhitespace("")
     equal = cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space)
     args = [cst.Arg(call.with_changes(lpar=(), rpar=()))]
-    args += [cst.Arg(cst.Integer(str(value)), keyword=cst.Name(name), equal=equal) for name, value in settings.keywords()]
+    args += [
+        cst.Arg(cst.Name(str(value)) if isinstance(value, bool) else cst.Integer(str(value)), keyword=cst.Name(name), equal=equal)
+        for name, value in settings.keywords(wrapped_class)
+    ]
     return cst.Call(func=cst.Name(WRAPPER), args=_joined(args + _guard_arg(guard)), lpar=call.lpar, rpar=call.rpar)
 
 

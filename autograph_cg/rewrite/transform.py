@@ -156,7 +156,7 @@ class _Wrap(_Scoped):
             self.counts.kept += 1
             return updated_node
         self.counts.changed += 1
-        return build_wrapper(updated_node, self.settings, site.guard)
+        return build_wrapper(updated_node, self.settings, site.guard, site.wrapped_class)
 
 
 class _Unwrap(_Scoped):

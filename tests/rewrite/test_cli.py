@@ -75,6 +75,25 @@ def test_warmup_steps_from_pyproject(pkg: Path) -> None:
     assert "CUDAGraphedLayer(MLP(), num_warmup_steps=2)" in (pkg / "layers.py").read_text()
 
 
+def test_compile_flag_and_config(pkg: Path) -> None:
+    """--compile asks every new wrapper to compile its layer; the config key takes true or class patterns;
+    a compiled wrapper is rewrite's own shape: a second run changes nothing and undo takes it off."""
+    assert run("pkg", "--compile").exit_code == 0
+    assert "self.mlp = CUDAGraphedLayer(MLP(), compile=True)" in (pkg / "layers.py").read_text()
+    assert run("pkg", "--check").exit_code == 0
+    assert run("pkg", "--undo").exit_code == 0 and (pkg / "layers.py").read_text() == LAYERS
+    config = pkg.parent / "pyproject.toml"
+    config.write_text('[tool.autograph-cg]\ncompile = ["pkg.other.*"]\n')
+    assert run("pkg").exit_code == 0 and WRAPPED + "\n" in (pkg / "layers.py").read_text()
+    assert run("pkg", "--undo").exit_code == 0
+    config.write_text('[tool.autograph-cg]\ncompile = ["pkg.layers.MLP"]\nwarmup-steps = 1\n')
+    assert run("pkg").exit_code == 0
+    assert "CUDAGraphedLayer(MLP(), num_warmup_steps=1, compile=True)" in (pkg / "layers.py").read_text()
+    config.write_text("[tool.autograph-cg]\ncompile = 3\n")
+    result = run("pkg", "--undo")
+    assert result.exit_code == 2 and "compile must be true, false, or a list" in result.stderr
+
+
 def test_json_format(pkg: Path) -> None:
     result = run("pkg", "--check", "--format", "json")
     assert result.exit_code == 1
@@ -104,7 +123,12 @@ def test_read_only_file_is_skipped(pkg: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["pkg", "--undo", "--warmup-steps", "2"], ["pkg", "--warmup-steps", "-1"], ["missing_dir", "--check"]],
+    [
+        ["pkg", "--undo", "--warmup-steps", "2"],
+        ["pkg", "--undo", "--compile"],
+        ["pkg", "--warmup-steps", "-1"],
+        ["missing_dir", "--check"],
+    ],
 )
 def test_usage_errors_exit_2(pkg: Path, args: list[str]) -> None:
     result = run(*args)

@@ -69,7 +69,7 @@ def test_an_edit_that_does_not_parse_is_refused(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_faulty_transform_is_caught_before_anything_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    def drop_args(call: cst.Call, settings: object) -> cst.Call:
+    def drop_args(call: cst.Call, settings: object, guard: object = (), wrapped_class: str = "") -> cst.Call:
         return call.with_changes(args=())
 
     monkeypatch.setattr(transform, "build_wrapper", drop_args)

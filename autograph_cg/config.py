@@ -19,7 +19,10 @@ else:  # pragma: no cover - exercised on 3.10
 from autograph_cg.rules.registry import BY_NAME, RULES
 
 UNKNOWN_MODES = ("unknown", "block", "allow")
-KEYS = ("select", "ignore", "exclude", "unknown", "cache-dir", "warmup-steps", "min-kernels", "capturable", "not-capturable")
+KEYS = (
+    "select", "ignore", "exclude", "unknown", "cache-dir", "warmup-steps", "min-kernels", "capturable", "not-capturable",
+    "compile",
+)
 
 
 class ConfigError(Exception):
@@ -37,6 +40,7 @@ class Config:
     min_kernels: int | None = None  # the plan wraps a site only when one call launches at least this many kernels
     capturable: tuple[str, ...] = ()  # callables and layer classes outside the package, vouched for by the user
     not_capturable: tuple[str, ...] = ()  # ... and those known not to capture (names or fnmatch patterns)
+    compile: tuple[str, ...] = ()  # rewrite: classes whose new wrappers compile their layer ("*": every site)
     source: str | None = None  # the pyproject.toml it came from
     warnings: tuple[str, ...] = field(default=())
 
@@ -115,6 +119,7 @@ def load(paths: list[str], explicit: str | None = None) -> Config:
             min_kernels=section.get("min-kernels"),
             capturable=_strings(section.get("capturable", ()), "capturable", source),
             not_capturable=_strings(section.get("not-capturable", ()), "not-capturable", source),
+            compile=_compile(section.get("compile", False)),
             source=str(source),
             warnings=tuple(warnings),
         )
@@ -122,6 +127,16 @@ def load(paths: list[str], explicit: str | None = None) -> Config:
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     return config
+
+
+def _compile(value: Any) -> tuple[str, ...]:
+    """`compile = true` (every site), `false`, or class name patterns."""
+    if isinstance(value, bool):
+        return ("*",) if value else ()
+    try:
+        return _strings(value, "compile", Path())
+    except ConfigError:
+        raise ConfigError("compile must be true, false, or a list of class name patterns") from None
 
 
 def _strings(value: Any, key: str, source: Path) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ class Finding:
     function: str  # where it sits: "Class.method" or "function", "" at module level
     source_line: str = ""  # the stripped text of the first line, for baselines and reports
     condition: str = ""  # it runs only when this holds, which is off by default (the class is then conditional)
+    guard: tuple[tuple[str, str], ...] = ()  # tests of the function's arguments that keep it from running
 
     @property
     def line(self) -> int:

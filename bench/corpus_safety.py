@@ -129,8 +129,8 @@ def _col(lines: list[bytes], line: int, byte_col: int) -> int:
     return len(lines[line - 1][:byte_col].decode("utf-8")) + 1
 
 
-def planned_calls(data: bytes, tree: ast.Module, sites: Sequence[WrapSite]) -> set[int]:
-    """`id()` of the call node each site spans; Mismatch when a site spans no call."""
+def planned_calls(data: bytes, tree: ast.Module, sites: Sequence[WrapSite]) -> dict[int, WrapSite]:
+    """The site of each call node a site spans, by the node's `id()`; Mismatch when a site spans no call."""
     lines = _utf8_lines(decode(data))
     by_span: dict[tuple[int, int, int, int], ast.Call] = {}
     for node in ast.walk(tree):
@@ -142,36 +142,44 @@ def planned_calls(data: bytes, tree: ast.Module, sites: Sequence[WrapSite]) -> s
                 _col(lines, node.end_lineno, node.end_col_offset),
             )
             by_span[key] = node
-    out = set()
+    out = {}
     for site in sites:
         s = site.span
         node = by_span.get((s.line, s.col, s.end_line, s.end_col))
         if node is None:
             raise Mismatch(f"line {s.line}: the site {s.line}:{s.col}-{s.end_line}:{s.end_col} spans no call")
-        out.add(id(node))
+        out[id(node)] = site
     return out
 
 
-def _wrapper_inner(node: ast.AST, keywords: tuple[tuple[str, int], ...]) -> ast.AST | None:
+def _literal(node: ast.expr) -> object:
+    """A keyword's value: a constant, or a dict of constants (a guard)."""
+    if isinstance(node, ast.Dict):
+        return {_literal(k) if k is not None else None: _literal(v) for k, v in zip(node.keys, node.values)}
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def _wrapper_inner(node: ast.AST, keywords: tuple[tuple[str, object], ...]) -> ast.AST | None:
     """The wrapped call when `node` is `CUDAGraphedLayer(<call>, k=v...)` with exactly `keywords`, else None."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == WRAPPER):
         return None
-    got = tuple((k.arg, k.value.value if isinstance(k.value, ast.Constant) else None) for k in node.keywords)
+    got = tuple((k.arg, _literal(k.value)) for k in node.keywords)
     if len(node.args) != 1 or not isinstance(node.args[0], ast.Call) or got != keywords:
         return None
     return node.args[0]
 
 
 class _Compare:
-    def __init__(self, planned: set[int], keywords: tuple[tuple[str, int], ...]) -> None:
+    def __init__(self, planned: dict[int, WrapSite], keywords: tuple[tuple[str, int], ...]) -> None:
         self.planned = planned
         self.keywords = keywords
         self.wrapped = 0
 
     def node(self, old: ast.AST, new: ast.AST, line: int) -> None:
         line = getattr(old, "lineno", line)
-        if id(old) in self.planned:
-            inner = _wrapper_inner(new, self.keywords)
+        site = self.planned.get(id(old))
+        if site is not None:
+            inner = _wrapper_inner(new, self.keywords + ((("guard", dict(site.guard)),) if site.guard else ()))
             if inner is not None:
                 self.wrapped += 1
                 new = inner
@@ -195,7 +203,7 @@ class _Compare:
 def ast_mismatch(original: bytes, new: bytes, sites: Sequence[WrapSite], settings: WrapSettings = WrapSettings()) -> tuple[int, str | None]:
     """Wrappers added, and the first difference beyond wrapping exactly the planned calls (None when there is none).
 
-    Allowed: a planned call becomes `CUDAGraphedLayer(<the same call>, <settings>)` (or stays as it is, when a
+    Allowed: a planned call becomes `CUDAGraphedLayer(<the same call>, <settings>, guard=<the site's>)` (or stays as it is, when a
     pragma keeps it), and one `from autograph_cg.runtime import CUDAGraphedLayer` joins the module's top level
     when a wrapper was added and the module had none. Everything else must be equal node for node.
     """

@@ -1,11 +1,13 @@
 """Whole models of a real model library wrapped in one CUDAGraphedLayer, trained next to eager: exact or eager.
 
-For each model (small configs of transformers' BERT, GPT-2, Llama and T5, random init from seed 0), three
-copies train from the same weights on the same batches with AdamW for ``--steps`` steps: ``eager``, a second
-``eager`` (what eager differs from itself), and ``wrapped`` (the whole model in one ``CUDAGraphedLayer``;
-again with ``verify=False`` to time the first-replay check). Per step the losses and every parameter's
-gradient are compared with eager's, and which parameters have a gradient at all. Prints one row per model
-and writes the rows as JSON.
+For each model (small configs of transformers' BERT, GPT-2, Llama and T5, random init from seed 0), copies
+train from the same weights on the same batches with AdamW for ``--steps`` steps: ``eager``, a second
+``eager`` (what eager differs from itself), ``wrapped`` (the whole model in one ``CUDAGraphedLayer``; again
+with ``verify=False`` to time the first-replay check), and ``eager, capture path``: transformers takes
+another code path while a CUDA stream captures (``is_tracing()``: attention masks built as tensors where
+eagerly it passes ``None`` or ``is_causal``), which rounds differently; this eager run is told it captures,
+so it takes the path the graph recorded. Per step the losses and every parameter's gradient are compared
+with eager's, and which parameters have a gradient at all. Prints one row per model and writes JSON.
 
     python3 bench/exact_gpu.py [--steps 100] [--models bert,gpt2,llama,t5] [--json exact.json]
     AUTOGRAPH_CG_BACKEND=standin python bench/exact_gpu.py --device cpu --steps 3   # the CPU stand-in
@@ -14,12 +16,13 @@ and writes the rows as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 BATCH, SEQ, VOCAB = 4, 32, 512
 
@@ -127,6 +130,21 @@ def difference(torch: Any, got: tuple, want: tuple, names: list[str]) -> dict[st
     return {"loss": loss, "grad": grad, "presence": presence, "bitwise": bitwise, "first": first, "steps": steps}
 
 
+@contextlib.contextmanager
+def capture_path(transformers: Any, on: bool) -> Iterator[None]:
+    """Make transformers believe a CUDA stream captures (its ``is_tracing()`` then says so)."""
+    utils = transformers.utils.import_utils
+    if not on or not hasattr(utils, "is_cuda_stream_capturing"):
+        yield
+        return
+    saved = utils.is_cuda_stream_capturing
+    utils.is_cuda_stream_capturing = lambda: True
+    try:
+        yield
+    finally:
+        utils.is_cuda_stream_capturing = saved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
@@ -156,12 +174,13 @@ def main() -> int:
         runs: dict[str, tuple] = {}
         stats: dict[str, Any] = {}
         names = [n for n, _ in base.named_parameters()]
-        for run in ("eager", "eager again", "wrapped", "wrapped, verify=False"):
+        for run in ("eager", "eager again", "eager, capture path", "wrapped", "wrapped, verify=False"):
             model = copy.deepcopy(base)
             if run.startswith("wrapped"):
                 model = CUDAGraphedLayer(model, verify=run == "wrapped", name=f"{name} {run}")
             torch.manual_seed(2)
-            runs[run] = train(torch, model, loss_of, data, runs["eager"][3] if args.follow and run != "eager" else None)
+            with capture_path(transformers, run == "eager, capture path"):
+                runs[run] = train(torch, model, loss_of, data, runs["eager"][3] if args.follow and run != "eager" else None)
             if run.startswith("wrapped"):
                 stats[run] = stats_of(model)
             del model
@@ -171,6 +190,8 @@ def main() -> int:
             "follow": args.follow,
             "noise": difference(torch, runs["eager again"], runs["eager"], names),
             "wrapped": difference(torch, runs["wrapped"], runs["eager"], names),
+            "capture path": difference(torch, runs["eager, capture path"], runs["eager"], names),
+            "wrapped vs capture path": difference(torch, runs["wrapped"], runs["eager, capture path"], names),
             "unchecked": difference(torch, runs["wrapped, verify=False"], runs["eager"], names),
             "seconds": {run: round(r[2], 4) for run, r in runs.items()},
             "stats": stats,
@@ -182,6 +203,8 @@ def main() -> int:
         print(
             f"{name:6} loss {w['loss']:.1e} grad {w['grad']:.1e} presence {w['presence']} bitwise {w['bitwise']} "
             f"first {w['first']} steps {' '.join(f'{x:.0e}' for x in w['steps'][:12])} | unchecked {row['unchecked']['grad']:.1e} | "
+            f"vs eager on the capture path: loss {row['wrapped vs capture path']['loss']:.1e} "
+            f"grad {row['wrapped vs capture path']['grad']:.1e} | "
             f"eager vs eager loss {n['loss']:.1e} grad {n['grad']:.1e} | state {check['state']} "
             f"captures {check['captures']} eager calls {check['eager_calls']} "
             f"reason {check['disabled_reason']} | s: {row['seconds']} verify cost {row['verify_cost']:+.1%}",

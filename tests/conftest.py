@@ -2,12 +2,16 @@
 
 Most tests exercise the analyzer, the rewriter and the reports on toy layers of a kernel or two, which the
 plan's cost model would rightly leave unwrapped; they plan every capturable site (`min-kernels` 0). The cost
-model's own tests, and the fixture packages' goldens, set it back to the default explicitly.
+model's own tests, and the fixture packages' goldens, set it back to the default explicitly. The frameworks
+run one intra-op thread.
 """
 
 import os
 
 os.environ.setdefault("AUTOGRAPH_CG_MIN_KERNELS", "0")
+# The tests' tensors are tiny: a second intra-op thread only spins. With several processes on two
+# cores (the two-rank tests, a loaded machine) spinning threads made a step of a tiny model 100x slower.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import sys  # noqa: E402
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
+from autograph_cg.analysis.guards import OTHER, SPREAD
 from autograph_cg.analysis.kinds import (
     BOOL_TENSOR,
     HOST,
@@ -30,6 +31,7 @@ from autograph_cg.rules.dispatch import DISPATCH
 from autograph_cg.analysis.scope import dotted_name
 
 if TYPE_CHECKING:
+    from autograph_cg.analysis.resolver.summaries import Expr
     from autograph_cg.analysis.resolver.summarize import Summarizer
     from autograph_cg.analysis.scope import ClassScope, ModuleScope
     from autograph_cg.rules.base import Rule
@@ -57,6 +59,8 @@ _CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdef
 #: Tensor attributes that are tensors themselves.
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
 _LAYER_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "running_mean", "running_var", "_mean", "_variance"})
+#: What reading a tensor gives: its metadata or its own data.
+_TENSOR_READS = _TENSOR_ATTRIBUTES | fw.HOST_ATTRIBUTES
 
 
 def _annotation_names(node: ast.expr) -> list[str]:
@@ -132,8 +136,8 @@ class FunctionContext:
 
     __slots__ = (
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
-        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "arguments", "summarizer",
-        "conditions", "active", "guards", "ops",
+        "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
+        "summarizer", "conditions", "active", "guards", "ops",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -153,7 +157,9 @@ class FunctionContext:
         self.local_imports: dict[str, str] = {}
         self._test_depth = 0
         self.self_tests: list[tuple[str, ast.AST]] = []  # `if self.X:` tests, for per-call state checks
-        self.arguments: set[str] = set()  # a forward's parameters not rebound yet: objects owned by the caller
+        self.params: set[str] = set()  # the function's parameters not rebound yet: what the caller passed
+        self.aliases: set[str] = set()  # locals bound to a part of such a parameter (`cache = past.layers[i]`)
+        self.forward = False  # a layer's forward: its arguments are objects the caller owns
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
         self.active: tuple[int, ...] = ()  # the conditions the node being walked sits under
         self.guards: list[tuple[int, ...]] = []  # per finding, the conditions active when it was reported
@@ -182,7 +188,23 @@ class FunctionContext:
         return name not in self.env and self.module.is_global_variable(name)
 
     def is_argument(self, name: str) -> bool:
-        return name in self.arguments
+        return self.forward and (name in self.params or name in self.aliases)
+
+    def owned(self, node: ast.expr) -> str | None:
+        """The argument of forward whose object `node` is, or a part of (`past.layers[i]`, `past if c else None`):
+        the caller keeps it after the call. None for anything else, tensors included (writes to those are GPU work)."""
+        if isinstance(node, ast.IfExp):
+            return self.owned(node.body) or self.owned(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return next((name for value in node.values if (name := self.owned(value))), None)
+        root, first = node, None
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root, first = root.value, root
+        if not isinstance(root, ast.Name) or not self.is_argument(root.id) or self.is_tensor(node):
+            return None
+        if self.is_tensor(root) and (isinstance(first, ast.Subscript) or first is not None and first.attr in _TENSOR_READS):
+            return None  # `x.shape`, `x[0]` of a tensor: a fresh value or the tensor's own data, not the caller's container
+        return root.id  # a part that is no tensor attribute (`past.layers`) says the argument is no tensor either
 
     def in_test(self) -> bool:
         """Whether the node being checked is (part of) an if/while/assert/ternary condition."""
@@ -240,8 +262,8 @@ class FunctionContext:
         for arg, is_host in zip(positional[1:] if is_method else positional, host_args):
             if is_host:
                 self.env[arg.arg] = HOST
-        if is_method and func.name == "forward":
-            self.arguments = {a.arg for a in positional[1:] + func.args.kwonlyargs}
+        self.params = {a.arg for a in (positional[1:] if is_method else positional) + func.args.kwonlyargs}
+        self.forward = is_method and func.name == "forward"
         self.body(func.body)
         return FunctionFacts(
             name=func.name,
@@ -262,7 +284,10 @@ class FunctionContext:
             return
         index = len(self.conditions)
         text = self.module.snippet(test)
-        self.conditions.append(Condition(self.summarizer.condition(test, "self" if self.cls is not None else None), text, negated))
+        tested = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.params})
+        tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
+        expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors))
         outer = self.active
         self.active = outer + (index,)
         try:
@@ -342,7 +367,10 @@ class FunctionContext:
         if t is ast.Name:
             name = target.id  # type: ignore[attr-defined]
             self.env[name] = kind
-            self.arguments.discard(name)
+            self.params.discard(name)
+            self.aliases.discard(name)
+            if value is not None and self.owned(value):
+                self.aliases.add(name)  # `cache = past.layers[i]`: mutating `cache` mutates the caller's object
             self.origins.pop(name, None)
             self.local_imports.pop(name, None)
             if name in self.globals_declared:
@@ -354,17 +382,20 @@ class FunctionContext:
                     self.bind(sub, self.kinds.get(id(val), UNKNOWN), val)
                 return
             element = TENSOR if kind in (TENSOR, TENSORS, BOOL_TENSOR) else HOST if kind == HOST else UNKNOWN
+            part = value if value is not None and self.owned(value) else None  # `k, v = past.layers[i]`: parts of it
             for sub in elts:
-                self.bind(sub.value if isinstance(sub, ast.Starred) else sub, element, None)
+                self.bind(sub.value if isinstance(sub, ast.Starred) else sub, element, part)
         elif t is ast.Attribute:
             self.expr(target.value)  # type: ignore[attr-defined]
             if isinstance(target.value, ast.Name) and target.value.id == "self":  # type: ignore[attr-defined]
                 self.writes_self.add(target.attr)  # type: ignore[attr-defined]
                 self._run(DISPATCH.self_writes, target)
+            else:
+                self._run(DISPATCH.outer_writes, target)  # `past.seen = n`: an object the caller keeps
         elif t is ast.Subscript:
             self.expr(target.value)  # type: ignore[attr-defined]
             self.expr(target.slice)  # type: ignore[attr-defined]
-            self._run(DISPATCH.subscript_writes, target)
+            self._run(DISPATCH.outer_writes, target)
         elif t is ast.Starred:
             self.bind(target.value, TENSORS if kind == TENSORS else kind, None)  # type: ignore[attr-defined]
 
@@ -460,7 +491,25 @@ class FunctionContext:
             whole = self.summarizer.expression(node, "self" if self.cls is not None else None)
         span, text = self.module.span(node), self.module.snippet(func)
         scope = self.scope_name if self.scope_name != self.qualname else ""
-        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope))
+        self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope, self._passes(node)))
+
+    def _passes(self, node: ast.Call) -> tuple[tuple[int | str | None, Expr], ...]:
+        """What a call passes, as guards read it: this function's own parameters, constants, anything else."""
+        out: list[tuple[int | str | None, Expr]] = []
+        for index, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                out.append((index, SPREAD))
+                break
+            out.append((index, self._passed(arg)))
+        out.extend((keyword.arg, self._passed(keyword.value)) for keyword in node.keywords)
+        return tuple(out)
+
+    def _passed(self, node: ast.expr) -> Expr:
+        if isinstance(node, ast.Name) and node.id in self.params:
+            return ("n", node.id)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (type(None), bool, int, float, str)):
+            return ("c", node.value)
+        return OTHER
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
         if name in self.env or name in self.local_funcs:
@@ -808,7 +857,8 @@ def _assert(ctx: FunctionContext, node: ast.Assert) -> None:
 
 def _for(ctx: FunctionContext, node: ast.For | ast.AsyncFor) -> None:
     kind = ctx.expr(node.iter)
-    ctx.bind(node.target, ctx._element_kind(node.iter, kind), None)
+    owned = node.iter if ctx.owned(node.iter) else None  # `for layer in past.layers`: each item is the caller's
+    ctx.bind(node.target, ctx._element_kind(node.iter, kind), owned)
     ctx._note_origin(node.target, node.iter)
     ctx.body(node.body)
     ctx.body(node.orelse)

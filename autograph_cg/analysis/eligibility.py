@@ -10,16 +10,19 @@ from __future__ import annotations
 import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Callable, Iterable, TypeVar
 
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis import guards
+from autograph_cg.analysis.guards import Binder, same
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
 from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
-from autograph_cg.analysis.resolver.summaries import ITEMS
+from autograph_cg.analysis.resolver.summaries import ITEMS, reads_self
 from autograph_cg.analysis.resolver.values import Atom, Value
-from autograph_cg.analysis.verdicts import Reason, Status, Verdict
+from autograph_cg.analysis.verdicts import Guard, Guarded, Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.registry import RULES
 
@@ -36,10 +39,11 @@ _WAIVABLE = ("AG1", "AG2", "AG3", "AG9")
 
 @dataclass
 class _Result:
-    status: Status = Status.ELIGIBLE
+    status: Status = Status.ELIGIBLE  # of what runs outside the branches a guard keeps out
     reasons: list[Reason] = field(default_factory=list)
     hard: bool = False  # holds a blocking reason that no condition can waive
     kernels: int = 0  # about how many kernels one forward launches: what a graph of it saves
+    guarded: dict[tuple[Guard, ...], Guarded] = field(default_factory=dict)  # by the alternatives keeping them out
 
     def absorb(
         self, status: Status, reasons: Iterable[Reason], step: str | None, hard: bool = False, condition: str = "", kernels: int = 0
@@ -53,8 +57,7 @@ class _Result:
         if status is Status.ELIGIBLE:
             return
         for reason in reasons:
-            chain = (step, *reason.chain) if step else reason.chain
-            added = Reason(chain, reason.code, reason.message, reason.path, reason.line, reason.condition or condition)
+            added = _stepped(reason, step, condition)
             if len(self.reasons) < MAX_REASONS:
                 self.reasons.append(added)
             elif not added.condition:  # what decides the status comes before what only makes it conditional
@@ -64,12 +67,59 @@ class _Result:
                 del self.reasons[waived]
                 self.reasons.append(added)
 
-    def take(self, other: "_Result", step: str | None, condition: str = "") -> None:
-        """Absorb what a call found; under a default-off `condition` a waivable failure only makes it conditional."""
+    def keep_out(self, alternatives: tuple[Guard, ...], status: Status, reasons: Iterable[Reason], step: str | None, hard: bool) -> None:
+        """Hazards that any one of `alternatives` (tests of this function's parameters) keeps from running."""
+        known = self.guarded.get(alternatives)
+        kept = known.reasons if known is not None else ()
+        added = tuple(_stepped(r, step, "") for r in reasons)[: MAX_REASONS - len(kept)]
+        if known is not None:
+            status = max(status, known.status, key=_STATUS_ORDER.__getitem__)
+            hard = hard or known.hard
+        self.guarded[alternatives] = Guarded(alternatives, status, hard, kept + added)
+
+    def guarded_by(self, alternatives: tuple[Guard, ...]) -> "_Result":
+        """This result as code that runs only when none of `alternatives` holds: what blocks here is kept out."""
+        out = _Result(kernels=self.kernels, guarded=dict(self.guarded))
+        out.keep_out(alternatives, self.status, self.reasons, None, self.hard)
+        return out
+
+    def take(self, other: "_Result", step: str | None, condition: str = "", bind: Binder | None = None) -> None:
+        """Absorb what a call found; under a default-off `condition` a waivable failure only makes it conditional.
+        `bind` turns the callee's guards into this function's (`same` for a result of this function itself); a
+        guard it cannot carry leaves its hazards blocking as they are."""
         if condition and other.status in (Status.INELIGIBLE, Status.UNKNOWN) and not other.hard:
             self.absorb(Status.CONDITIONAL, other.reasons, step, condition=condition, kernels=other.kernels)
         else:
             self.absorb(other.status, other.reasons, step, other.hard, kernels=other.kernels)
+        for alternatives, entry in other.guarded.items():
+            carried = _carried(alternatives, bind)
+            if carried is True:  # it cannot run through this call
+                continue
+            if carried:
+                self.keep_out(carried, entry.status, entry.reasons, step, entry.hard)
+            elif condition and not entry.hard:
+                self.absorb(Status.CONDITIONAL, entry.reasons, step, condition=condition)
+            else:
+                self.absorb(entry.status, entry.reasons, step, entry.hard)
+
+
+def _stepped(reason: Reason, step: str | None, condition: str) -> Reason:
+    chain = (step, *reason.chain) if step else reason.chain
+    return Reason(chain, reason.code, reason.message, reason.path, reason.line, reason.condition or condition, reason.guard)
+
+
+def _carried(alternatives: tuple[Guard, ...], bind: Binder | None) -> tuple[Guard, ...] | bool:
+    """The caller's alternatives for a callee's: True when one holds for this call, () when none is carried."""
+    if bind is None:
+        return ()
+    found = []
+    for guard in alternatives:
+        bound = bind(guard)
+        if bound is True:
+            return True
+        if bound:
+            found.append(bound)
+    return guards.few(found)
 
 
 def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: Callable[[int], bool]) -> str:
@@ -80,6 +130,13 @@ def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: C
             condition = function.conditions[index]
             texts.append(f"not ({condition.text})" if condition.negated else condition.text)
     return " and ".join(texts)
+
+
+def _of_verdict(verdict: Verdict) -> _Result:
+    """A class's verdict as a result a caller takes: what runs outside its guarded branches, and those."""
+    plain = [r for r in verdict.reasons if not r.guard]
+    status = verdict.plain or verdict.status
+    return _Result(status, plain, verdict.hard, verdict.kernels, {e.alternatives: e for e in verdict.guarded})
 
 
 def _lone_object(value: Value) -> bool:
@@ -325,9 +382,28 @@ class Package:
             result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None, hard=True)
         finally:
             self._depth -= 1
-        verdict = Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons), result.hard, result.kernels)
+        verdict = self._guarded_verdict(qual, result)
         self._class_memo[qual] = verdict
         return verdict
+
+    def _guarded_verdict(self, qual: str, result: _Result) -> Verdict:
+        """The verdict of a class's result: hazards behind tests of its forward's arguments make it conditional
+        under a guard that keeps them all out; without one consistent guard they block as they are."""
+        module, cls = self.classes[qual]
+        entries = tuple(result.guarded.values())
+        found = self.find_method(qual, "forward")
+        summary = self.solver.scope(self.classes[found[0]][0].module, found[1].qualname) if found is not None and entries else None
+        chosen = guards.choose((e.alternatives for e in entries), summary.defaults.get) if summary is not None else None
+        if chosen is None or result.status is Status.INELIGIBLE:
+            for entry in entries:
+                result.absorb(entry.status, entry.reasons, None, entry.hard)
+            return Verdict(qual, module.path, cls.line, result.status, tuple(result.reasons), result.hard, result.kernels)
+        guard, picks = chosen
+        kept = [replace(r, guard=pick) for entry, pick in zip(entries, picks) for r in entry.reasons]
+        first = [r for r in result.reasons if not r.condition]  # what decides first, then the guarded, then the waived
+        reasons = (first + kept + [r for r in result.reasons if r.condition])[:MAX_REASONS]
+        status = max(result.status, Status.CONDITIONAL, key=_STATUS_ORDER.__getitem__)
+        return Verdict(qual, module.path, cls.line, status, tuple(reasons), result.hard, result.kernels, guard, entries, result.status)
 
     def _class_result(self, qual: str) -> _Result:
         result = _Result()
@@ -346,11 +422,12 @@ class Package:
             if any(fw.layer_kind(b) == "container" for b in external):  # Sequential's forward runs what it holds
                 given, assigned = self.solver.held(qual)
                 held = given | {a for a in assigned if self._may_be_layer(a)}
-                span = Span(cls.line, 1, cls.line, 1)
-                self._run(held, CallRef("self", ITEMS, span, f"{cls.name}'s own items"), module, result, cls.name, every=True)
+                span = Span(cls.line, 1, cls.line, 1)  # each item is called with one input
+                items = CallRef("self", ITEMS, span, f"{cls.name}'s own items", passes=((0, guards.OTHER),))
+                self._run(held, items, module, result, cls.name, every=True)
             return result
         owner, method = found
-        result.take(self._function(qual, owner, method), None)
+        result.take(self._function(qual, owner, method), None, bind=same)
         if self._autograd(qual):  # an autograd function runs its backward too
             backward = self.find_method(qual, "backward")
             if backward is not None:
@@ -391,18 +468,24 @@ class Package:
             if rule.blocks:
                 reason = Reason((), finding.code, finding.message, finding.path, finding.line)
                 condition = _condition_text(function, function.guard(index), off)
-                if condition and finding.code.startswith(_WAIVABLE):
+                waivable = finding.code.startswith(_WAIVABLE)
+                kept_out = guards.keep_out(function, function.guard(index))  # what nothing else waives, a guard may
+                if condition and waivable:
                     result.absorb(Status.CONDITIONAL, [reason], step, condition=condition)
+                elif kept_out:
+                    result.keep_out(kept_out, Status.INELIGIBLE, [reason], step, hard=not waivable)
                 else:
-                    result.absorb(Status.INELIGIBLE, [reason], step, hard=not finding.code.startswith(_WAIVABLE))
+                    result.absorb(Status.INELIGIBLE, [reason], step, hard=not waivable)
         for call in function.calls:
             if not call.conditions:
                 self._call(context, owner, module, call, result, step, site)
                 continue
             found = _Result()  # whether its conditions are off by default matters only if the call fails
             self._call(context, owner, module, call, found, step, site)
-            failed = found.status in (Status.INELIGIBLE, Status.UNKNOWN) and not found.hard
-            result.take(found, None, _condition_text(function, call.conditions, off) if failed else "")
+            blocks = found.status in (Status.INELIGIBLE, Status.UNKNOWN)
+            condition = _condition_text(function, call.conditions, off) if blocks and not found.hard else ""
+            kept_out = guards.keep_out(function, call.conditions) if blocks and not condition else ()
+            result.take(found.guarded_by(kept_out) if kept_out else found, None, condition, bind=same)
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
@@ -439,12 +522,17 @@ class Package:
     ) -> None:
         kind, target = call.kind, call.target
         here = site if site is not None else (module.module, step, None)  # where the call's expressions are solved
+        if site is None and context != owner and owner in self.classes and context in self.classes:
+            summary = self.solver.scope(module.module, step)  # an inherited method: for the class it runs for, when
+            read = call.callee if call.callee is not None else call.call  # what it solves depends on which that is
+            if summary is not None and read is not None and reads_self(read, summary):
+                here = (module.module, step, ("self", context))
         if call.scope:  # inside a closure: its own names first, then the function's (for this call, if any)
             here = (module.module, call.scope, ("in", site) if site is not None else None)
         if kind == "self" and context in self.classes:
             method = self.find_method(context, target)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step)
+                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method))
                 return
             held = self.solver.attribute(context, target)
             self._run(held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target))
@@ -455,7 +543,7 @@ class Package:
             start = owner if owner in self.classes else context
             method = self.find_method(start, target, skip_self=True)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step)
+                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method))
         elif kind == "name":
             resolved = self.resolve(target)
             if resolved is not None and resolved in self.functions:
@@ -463,7 +551,7 @@ class Package:
                 runs_for = None
                 if call.call is not None and site_depth(here) < SITE_DEPTH and any(c.callee is not None for c in function.calls):
                     runs_for = self.solver.for_call(call.call, here, fmodule.module, function.qualname)
-                result.take(self._function("", fmodule.module, function, runs_for), step)
+                result.take(self._function("", fmodule.module, function, runs_for), step, bind=self._binder(call, fmodule.module, function))
             elif resolved is None and target.endswith(".apply") and self._autograd(target[: -len(".apply")]):
                 self._autograd_function(self.resolve(target[: -len(".apply")]) or "", result, step)
             elif resolved is None:
@@ -473,7 +561,8 @@ class Package:
         elif kind == "instance":  # a layer built in forward and called: `loss_fct = CrossEntropyLoss(); loss_fct(y)`
             self._run(self.solver.value(("g", target), module.module, ""), call, module, result, f"{step} → {call.text}")
         elif kind == "unresolved" and call.callee is not None:
-            self._run(self.solver.value_in(call.callee, here), call, module, result, step, site=site)
+            usual = lambda: self.configured.value_in(call.callee, here)  # noqa: E731 (what construction builds there)
+            self._run(self.solver.value_in(call.callee, here), call, module, result, step, default=usual, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
 
@@ -498,15 +587,15 @@ class Package:
         (a Sequential runs them all): their kernels add up, where of a callee's candidates only the largest counts."""
         if default is not None and not _lone_object(value):  # a lone class or instance: the default build holds
             trial = _Result()  # it or nothing, which decides nothing, so it is not solved
-            self._run(value, call, module, trial, step, constructs)
+            self._run(value, call, module, trial, step, constructs, site=site)
             if trial.status is not Status.ELIGIBLE and not trial.hard:
                 usual = default()
                 if usual and usual != value:
-                    self._run(usual, call, module, result, step, constructs)
+                    self._run(usual, call, module, result, step, constructs, site=site)
                     other = _Result()
-                    self._run(frozenset(value - usual), call, module, other, step, constructs)
+                    self._run(frozenset(value - usual), call, module, other, step, constructs, site=site)
                     other.kernels = 0
-                    result.take(other, None, "a non-default configuration builds it")
+                    result.take(other, None, "a non-default configuration builds it", bind=same)
                     return
         targets = 0
         before, most = result.kernels, 0  # one of the candidates runs: the largest counts (`every`: they all run)
@@ -538,13 +627,14 @@ class Package:
         if qual in self.classes:
             if self.is_layer(qual):
                 verdict = self.verdict(qual)
-                result.absorb(verdict.status, verdict.reasons, step, verdict.hard, kernels=verdict.kernels)
+                forward = self.find_method(qual, "forward")
+                result.take(_of_verdict(verdict), step, bind=self._binder(call, *forward) if forward is not None else None)
             elif not instance and self._autograd(qual):
                 self._autograd_function(qual, result, step)
             else:  # an object of a plain package class called: its __call__
                 found = self.find_method(qual, "__call__")
                 if found is not None:
-                    result.take(self._function(qual, found[0], found[1]), step)
+                    result.take(self._function(qual, found[0], found[1]), step, bind=self._binder(call, *found))
                 elif instance:
                     self._unknown("AG902", qual, call, module, call.span.line, result, step, why="an object without __call__")
             return
@@ -552,7 +642,7 @@ class Package:
         if function is not None:
             # a closure of the function walked for one call site was walked with it, for that call
             inner = site is not None and ".<locals>." in qual and (function[1], function[2].qualname) == site[:2]
-            result.take(self._function(*function, site if inner else None), step)
+            result.take(self._function(*function, site if inner else None), step, bind=self._binder(call, function[1], function[2]))
             return
         if self._declared(qual, result, module, call.span.line, step):
             return
@@ -571,7 +661,7 @@ class Package:
         if qual in self.optional:  # the default, without it installed, is the package's own fallback
             found = _Result()
             self._unknown("AG902", qual, call, module, call.span.line, found, step)
-            result.take(found, None, f"`{qual.split('.', 1)[0]}` is installed")
+            result.take(found, None, f"`{qual.split('.', 1)[0]}` is installed", bind=same)
             return
         self._unknown("AG902", qual, call, module, call.span.line, result, step)
 
@@ -594,7 +684,7 @@ class Package:
                 targets += 1
                 found = self.find_method(atom[1], name)
                 if found is not None:
-                    result.take(self._function(atom[1], found[0], found[1]), step)
+                    result.take(self._function(atom[1], found[0], found[1]), step, bind=self._binder(call, *found))
                 elif atom[0] == "I" and self.solver.assigns(atom[1], name):  # `self.model.decoder(...)`: a sublayer's
                     self._run(self.solver.attribute(atom[1], name), call, module, result, step)  # attribute, called
                 elif not self.is_layer(atom[1]) or name not in _LAYER_METHODS:
@@ -610,6 +700,18 @@ class Package:
                 self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])
         if not targets:
             self._unresolved(call, module, result, step)
+
+    def forward_parameters(self, qual: str) -> set[str]:
+        """The parameters a call of the layer class's forward may name (self left out)."""
+        found = self.find_method(qual, "forward")
+        summary = self.solver.scope(self.classes[found[0]][0].module, found[1].qualname) if found is not None else None
+        return set(summary.params[summary.implicit :]) if summary is not None else set()
+
+    def _binder(self, call: CallRef | None, owner: str, function: FunctionFacts) -> Binder | None:
+        """How the guards of what `call` runs become the caller's: the callee's parameters bound to what it passes."""
+        module = self.classes[owner][0] if owner in self.classes else self.modules.get(owner)
+        summary = self.solver.scope(module.module, function.qualname) if call is not None and module is not None else None
+        return None if summary is None else partial(guards.bind, passes=call.passes, summary=summary)  # type: ignore[union-attr]
 
     def _package_function(self, qual: str) -> tuple[str, str, FunctionFacts] | None:
         """(context, owner, facts) of a package function or method; a nested function is judged with its outer one."""
@@ -716,7 +818,10 @@ class Package:
             for index, finding in enumerate(function.findings):
                 if self.keep(finding.code):
                     condition = _condition_text(function, function.guard(index), off)
-                    found.append(replace(finding, condition=condition) if condition else finding)
+                    waived = condition and finding.code.startswith(_WAIVABLE) or not RULES[finding.code].blocks
+                    kept_out = () if waived else guards.keep_out(function, function.guard(index))
+                    guard = kept_out[0] if kept_out else ()
+                    found.append(replace(finding, condition=condition, guard=guard) if condition or guard else finding)
         found.extend(self.extra_findings.values())
         found.sort(key=Finding.sort_key)
         return found

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
+from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.findings import Finding, Span
 
 
@@ -33,6 +34,9 @@ class CallRef:
     conditions: tuple[int, ...] = ()  # indexes into the function's `conditions` the call sits under
     call: Expr | None = None  # "name" calls: the whole call (its arguments bind the function's parameters)
     scope: str = ""  # the resolver's scope of a call inside a closure ("f.<locals>.run"); "" for the function's own
+    # what it passes, by position (int) or keyword (str; None for `**x`): ("n", p) the caller's parameter `p`
+    # unchanged, ("c", value) a constant, ("?",) anything else, ("*",) `*xs` from that position on (for guards)
+    passes: tuple[tuple[int | str | None, Expr], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class Condition:
     expr: Expr
     text: str
     negated: bool  # the `else` arm: the code runs when the test is false
+    arguments: tuple[str, ...] = ()  # the function's parameters it tests, not rebound before it (for guards)
+    tensors: tuple[str, ...] = ()  # those of them that are tensors there: only `is None` may test them
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class SiteFacts:
     callee: Expr | None = None  # the call, in the resolver's language, when `cls` does not say what it builds
     scope: str = ""  # the function the call sits in ("Class.__init__", "make_blocks"); "" at module level
     holder: str = ""  # a container site and the item sites it holds share this key
+    guard: Guard | None = ()  # what an existing wrapper passes as `guard=`; None: not a literal of tests
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.context import FunctionContext, param_kind
 from autograph_cg.analysis.failures import describe
 from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
+from autograph_cg.analysis.guards import written_guard
+from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
 from autograph_cg.analysis.resolver.summarize import Summarizer
@@ -370,6 +372,7 @@ class SiteCollector:
         self.visited: set[str] = set()
         self.sites: list[SiteFacts] = []
         self.lists: dict[str, list[tuple[ast.Call, bool]]] = {}  # local list var -> (constructor call, existing)
+        self.written_guards: dict[int, Guard | None] = {}  # id of a wrapped call -> the guard its wrapper passes
         self.summarizer = summarizer
         self.class_name = class_name
         self.current = func.name if func is not None and cls is None else ""  # the function being read
@@ -641,9 +644,10 @@ class SiteCollector:
         return found
 
     def _unwrap(self, call: ast.Call) -> tuple[ast.Call, bool]:
-        """`CUDAGraphedLayer(Block(...))` -> (the Block call, already wrapped)."""
+        """`CUDAGraphedLayer(Block(...))` -> (the Block call, already wrapped); the wrapper's guard is noted."""
         callee = self._callee(call)
         if callee is not None and callee.endswith(WRAPPER) and call.args and isinstance(call.args[0], ast.Call):
+            self.written_guards[id(call.args[0])] = written_guard(call)
             return call.args[0], True
         return call, False
 
@@ -670,7 +674,8 @@ class SiteCollector:
         resolvable = cls[:1].isalpha() and cls.rsplit(".", 1)[-1][:1].isupper() and fw.layer_kind(cls) != "container"
         if not resolvable and self.summarizer is not None:  # a parameter, a factory, a table, a container's items
             callee = self.summarizer.expression(call, "self" if self.cls is not None else None)
-        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current, holder)
+        guard = self.written_guards.get(id(call), ()) if existing else ()
+        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current, holder, guard)
 
     @staticmethod
     def _assigned_name(statement: ast.stmt, call: ast.Call) -> str:

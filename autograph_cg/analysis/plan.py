@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Collection, NamedTuple
 
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.guards import consistent, literal
 from autograph_cg.analysis.facts import ModuleFacts, SiteFacts
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE
-from autograph_cg.analysis.verdicts import Status, Verdict
+from autograph_cg.analysis.verdicts import Guard, Status, Verdict
 from autograph_cg.findings import Span
 
 if TYPE_CHECKING:
@@ -36,8 +37,10 @@ class WrapSite:
     owner: str  # qualified name of the class whose __init__ holds the call; "" outside classes
     target: str  # what receives the layer, as written: "self.mlp", "self.blocks[*]", "model"
     container: str = ""  # "" or the container it sits in: "LayerList", "Sequential", "list", ...
-    existing: bool = False  # already `CUDAGraphedLayer(...)` in the source: nothing to do
+    existing: bool = False  # already `CUDAGraphedLayer(...)` in the source, with this guard: nothing to do
     kernels: int = 0  # about how many kernels one call launches: what the graph saves
+    guard: Guard = ()  # the wrapper's `guard=`: tests of the forward's arguments under which a graph may run
+    update: bool = False  # wrapped in the source with another guard: rewrite writes this one
 
 
 @dataclass(frozen=True)
@@ -121,11 +124,24 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     verdicts = package.compute_all()
     statuses = (Status.ELIGIBLE, Status.CONDITIONAL, Status.UNKNOWN) if wrap_unknown else (Status.ELIGIBLE, Status.CONDITIONAL)
 
-    def capturable(built: _Built) -> bool:
+    def guard(built: _Built) -> Guard | None:
+        """The tests every class a site may build needs, together; None when no call could pass them all or a class
+        built there has no such parameter (the runtime binds the guard to the wrapped layer's forward)."""
+        tests = {t for c in built.classes if c in verdicts for t in verdicts[c].guard}
+        names = {name for name, _ in tests}
+        if not consistent(tests) or any(not names <= package.forward_parameters(c) for c in built.classes if names):
+            return None
+        return tuple(sorted(tests))
+
+    def capturable(built: _Built, guarded: bool = True) -> bool:
+        """`guarded`: a class needing a guard may be built there (its own wrapper checks it)."""
+        found = guard(built)
         return (
             not built.opaque
             and all(c in verdicts and verdicts[c].status in statuses for c in built.classes)
             and all(fw.layer_kind(o) in ("known", "container") for o in built.others)
+            and found is not None
+            and (guarded or not found)
         )
 
     entries: list[_Entry] = []
@@ -148,8 +164,8 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
             return False
         if entry.site.existing:
             return True
-        items = entry.items
-        return entry.site.cls.endswith(".Sequential") and bool(items.classes or items.others) and capturable(items)
+        items = entry.items  # a Sequential calls its items with one input: a guard on another argument is not checked
+        return entry.site.cls.endswith(".Sequential") and bool(items.classes or items.others) and capturable(items, guarded=False)
 
     def covered(entry: _Entry) -> bool:
         holder = by_holder.get((entry.path, entry.site.holder)) if entry.items is None and entry.site.holder else None
@@ -217,7 +233,14 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         if site.existing and not site.skipped or wraps_here(entry) and outside(entry):
             key = (entry.path, site.span)
             if key not in by_span:
-                by_span[key] = WrapSite(entry.path, site.span, name, entry.owner, site.target or "", _short(site.container), site.existing, kernels(entry))
+                planned = guard(entry.built) if entry.items is None and capturable(entry.built) else None
+                if planned is None or site.existing and site.guard is None:
+                    planned = site.guard or ()  # a wrapper written by hand, or one the plan would not add: as it is
+                current = site.existing and (site.guard is None or site.guard == planned)
+                by_span[key] = WrapSite(
+                    entry.path, site.span, name, entry.owner, site.target or "", _short(site.container), current, kernels(entry),
+                    planned, site.existing and not current,
+                )
                 sites.append(by_span[key])
             by_site[id(site)] = by_span[key]
         elif candidate(entry) and outside(entry):
@@ -228,7 +251,7 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     built_loose = {c for e in owned.get("", ()) for c in e.built.classes}
     wrappable = {q for q, v in verdicts.items() if v.status in statuses}
     notes = [
-        Note(qual, f"{qual} is {verdicts[qual].status.value} as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...))`")
+        Note(qual, f"{qual} is {verdicts[qual].status.value} as a whole: wrap it where you build it, `CUDAGraphedLayer({qual.rsplit('.', 1)[-1]}(...){_guard_argument(verdicts[qual].guard)})`")
         for qual in verdicts
         if qual in wrappable and qual not in constructed_inside and qual not in built_loose
     ]
@@ -318,6 +341,11 @@ def _describe(entry: _Entry) -> str:
         return entry.site.cls
     names = entry.built.classes + entry.built.others
     return " | ".join(names) if names else entry.site.cls
+
+
+def _guard_argument(guard: Guard) -> str:
+    """`, guard={"past_key_values": "is None"}` as rewrite writes it, or ""."""
+    return f", guard={literal(guard)}" if guard else ""
 
 
 def _short(container: str) -> str:

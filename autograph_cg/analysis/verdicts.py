@@ -5,6 +5,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+#: A test on one argument of forward: (parameter, "is None" | "is not None" | "falsy" | "truthy").
+Test = tuple[str, str]
+#: Tests that must all hold, sorted: while they do, the hazards they keep out cannot run.
+Guard = tuple[Test, ...]
+
 
 class Status(str, enum.Enum):
     ELIGIBLE = "eligible"
@@ -28,7 +33,14 @@ STATUS_DOCS = {
     "eagerly with the reason in `report()`. Side effects (AG4xx) would replay wrong without any error and are never "
     "waived. `plan` wraps conditional classes like eligible ones, and lets their sublayers keep graphs of their "
     "own (they take over if the parent falls back). A flag turned on after capture is not seen by a replay: turn "
-    "such flags on before the first call, or rebuild the wrapper.",
+    "such flags on before the first call, or rebuild the wrapper. A class whose blocking hazards (side effects "
+    "included) sit only behind tests on its forward's own arguments is conditional *under a guard*: "
+    "`if past_key_values is not None: past_key_values.update(...)` is kept out of every graph by the guard "
+    "`past_key_values is None`. `plan` records the guard, `rewrite` passes it to the wrapper "
+    "(`CUDAGraphedLayer(Block(...), guard={\"past_key_values\": \"is None\"})`), and the runtime checks it on "
+    "every call and runs the layer eagerly, with the reason counted, when it does not hold. The guard is read from "
+    "the tests the code makes (`x is None`, `x is not None`, `if flag:`, `if not flag:`), through the calls that "
+    "pass the argument on unchanged; never from a name.",
     Status.INELIGIBLE: "A hazard that blocks capture runs in its forward or in something it calls, unconditionally "
     "or under a condition that is on by default. Each reason gives the chain from its forward to the line.",
     Status.UNKNOWN: "Something its forward runs could not be resolved: a call through a value the analyzer cannot "
@@ -36,6 +48,12 @@ STATUS_DOCS = {
     "in [tool.autograph-cg] (`capturable`, `not-capturable`); `plan` lists the names left unresolved most often.",
     Status.SKIPPED: "`# autograph-cg: skip` on the class: left out of the report and the plan, and its parents with it.",
 }
+
+
+def render_guard(guard: Guard) -> str:
+    """`past_key_values is None and not use_cache`: a guard as the code would test it."""
+    words = {"is None": "{} is None", "is not None": "{} is not None", "falsy": "not {}", "truthy": "{}"}
+    return " and ".join(words[kind].format(name) for name, kind in guard)
 
 
 @dataclass(frozen=True)
@@ -48,11 +66,24 @@ class Reason:
     path: str
     line: int
     condition: str = ""  # it applies only when this holds, and it is off by default: `self.grad_checkpointing`
+    guard: Guard = ()  # it cannot run while these tests of the class's forward arguments hold (the wrapper checks)
 
     def render(self) -> str:
         where = " → ".join(self.chain)
         when = f" (only when `{self.condition}`, off by default)" if self.condition else ""
-        return f"{where}:{self.line} {self.code} {self.message}{when}"
+        kept = f" (kept out by the guard `{render_guard(self.guard)}`)" if self.guard else ""
+        return f"{where}:{self.line} {self.code} {self.message}{when}{kept}"
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """Hazards behind tests of the forward's arguments: any one of `alternatives` holding keeps them from running.
+    What they would make the class if nothing kept them out: `status`, `hard`."""
+
+    alternatives: tuple[Guard, ...]
+    status: Status
+    hard: bool
+    reasons: tuple[Reason, ...]
 
 
 @dataclass(frozen=True)
@@ -64,6 +95,9 @@ class Verdict:
     reasons: tuple[Reason, ...] = field(default=())
     hard: bool = False  # a reason no condition can waive (side effects): never conditional through a caller
     kernels: int = 0  # about how many kernels one forward launches (sublayers included): what a graph saves
+    guard: Guard = ()  # the wrapper's guard: while it holds, none of the `guarded` hazards can run
+    guarded: tuple[Guarded, ...] = ()  # hazards kept out by a guard, for callers to carry through their own calls
+    plain: Status | None = None  # the status of what runs outside the guarded branches (None: `status`)
 
     @property
     def name(self) -> str:

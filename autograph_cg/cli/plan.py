@@ -8,7 +8,9 @@ from typing import Any, TextIO
 
 import click
 
+from autograph_cg.analysis.guards import literal
 from autograph_cg.analysis.plan import Plan, TreeNode
+from autograph_cg.analysis.verdicts import render_guard
 from autograph_cg.api import analyze
 from autograph_cg.cli.options import min_kernels_option, analysis_options, build_options, exit_after_internal_errors, paths_argument, report_errors
 from autograph_cg.report.output import OutputError, open_output
@@ -57,9 +59,10 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                 "line": v.line,
                 "verdict": v.status.value,
                 "kernels": v.kernels,
+                **({"guard": dict(v.guard)} if v.guard else {}),
                 "reasons": [
                     {"chain": list(r.chain), "code": r.code, "message": r.message, "path": r.path, "line": r.line,
-                     **({"condition": r.condition} if r.condition else {})}
+                     **({"condition": r.condition} if r.condition else {}), **({"guard": dict(r.guard)} if r.guard else {})}
                     for r in v.reasons
                 ],
             }
@@ -78,6 +81,8 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
                 "container": s.container,
                 "existing": s.existing,
                 "kernels": s.kernels,
+                **({"guard": dict(s.guard)} if s.guard else {}),
+                **({"update": True} if s.update else {}),
             }
             for s in plan.sites
         ],
@@ -98,15 +103,17 @@ def write_text(plan: Plan, stream: TextIO, style: Style) -> None:
         _node(plan, root, stream, style, "", True, True)
     stream.write("\n" + style("Verdicts", "bold") + "\n")
     for verdict in sorted(plan.verdicts.values(), key=lambda v: v.qualname):
-        stream.write(f"  {style(verdict.status.value, verdict.status.value):<12} {verdict.qualname}  ({verdict.path}:{verdict.line})\n")
+        guarded = f"  guard: {render_guard(verdict.guard)}" if verdict.guard else ""
+        stream.write(f"  {style(verdict.status.value, verdict.status.value):<12} {verdict.qualname}  ({verdict.path}:{verdict.line}){guarded}\n")
         for reason in verdict.reasons:
             stream.write(f"      {reason.render()}\n")
     new = [s for s in plan.sites if not s.existing]
     stream.write("\n" + style(f"Sites to wrap ({len(new)})", "bold") + "\n")
     for site in plan.sites:
-        tag = " (already wrapped)" if site.existing else ""
+        tag = " (already wrapped)" if site.existing else " (wrapped; its guard is updated)" if site.update else ""
         name = " | ".join(n.rsplit(".", 1)[-1] for n in site.wrapped_class.split(" | "))
-        stream.write(f"  {site.path}:{site.span.line}:{site.span.col}  {site.target or '<expr>'} = CUDAGraphedLayer({name}(...))"
+        guard = f", guard={literal(site.guard)}" if site.guard else ""
+        stream.write(f"  {site.path}:{site.span.line}:{site.span.col}  {site.target or '<expr>'} = CUDAGraphedLayer({name}(...){guard})"
                      f"  ~{site.kernels} kernels{tag}\n")
     if plan.skipped:
         stream.write("\n" + style(f"Left unwrapped, too small to pay for a wrapper ({len(plan.skipped)})", "bold") + "\n")
@@ -125,7 +132,8 @@ def _node(plan: Plan, node: TreeNode, stream: TextIO, style: Style, prefix: str,
     verdict = node.verdict
     assert verdict is not None  # the plan's tree holds package classes only
     label = node.qualname if root else f"{node.target}: {node.qualname.rsplit('.', 1)[-1]}"
-    mark = "  [wrapped]" if node.wrapped else "  (in graph)" if node.in_graph else ""
+    guard = f", guard: {render_guard(node.site.guard)}" if node.site is not None and node.site.guard else ""
+    mark = f"  [wrapped{guard}]" if node.wrapped else "  (in graph)" if node.in_graph else ""
     mark += "  (sublayers above)" if node.shown_above else ""
     branch = "" if root else ("└─ " if last else "├─ ")
     stream.write(f"{prefix}{branch}{label}  {style(verdict.status.value, verdict.status.value)}{style(mark, 'bold')}\n")

@@ -38,6 +38,13 @@ def _print(report: RewriteReport, fmt: str, check: bool, quiet: bool) -> None:
 @click.option("--diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
 @click.option("--undo", is_flag=True, help="Remove the wrappers and the import that rewrite added.")
 @click.option("--warmup-steps", type=click.IntRange(min=0), help="Pass num_warmup_steps=N to each new wrapper.")
+@click.option(
+    "--compile",
+    "compile_",
+    is_flag=True,
+    help="New wrappers compile their layer before capture (compile=True: Inductor, then graphs); "
+    "[tool.autograph-cg] compile takes true or class name patterns.",
+)
 @click.option("--wrap-unknown", is_flag=True, help="Also wrap layers whose verdict is unknown.")
 @min_kernels_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -47,6 +54,7 @@ def rewrite(
     diff: bool,
     undo: bool,
     warmup_steps: int | None,
+    compile_: bool,
     wrap_unknown: bool,
     fmt: str,
     **kwargs: Any,
@@ -56,8 +64,8 @@ def rewrite(
     Exit 0 when done or nothing to do, 1 when --check finds files to change, 2 on usage errors or when a
     file had to be skipped (syntax error, undecodable, not reproducible by libcst, read-only, changed).
     """
-    if undo and (warmup_steps is not None or wrap_unknown):
-        raise click.UsageError("--warmup-steps and --wrap-unknown apply to rewriting, not to --undo")
+    if undo and (warmup_steps is not None or wrap_unknown or compile_):
+        raise click.UsageError("--warmup-steps, --compile and --wrap-unknown apply to rewriting, not to --undo")
     options = build_options(paths, kwargs, wrap_unknown=wrap_unknown)
     write = not (check or diff)
     if undo:
@@ -66,9 +74,9 @@ def rewrite(
     else:
         steps = warmup_steps if warmup_steps is not None else options.config.warmup_steps
         try:
-            settings = WrapSettings(num_warmup_steps=steps)
+            settings = WrapSettings(num_warmup_steps=steps, compile=("*",) if compile_ else options.config.compile)
         except (TypeError, ValueError) as exc:
-            raise click.UsageError(f"warmup-steps: {exc}") from None
+            raise click.UsageError(str(exc)) from None
         analysis = analyze(list(paths), options)
         assert analysis.plan is not None  # planned: the options ask for a plan
         report = rewrite_files(

@@ -53,12 +53,13 @@ def validate(
     source is changed): STEPS inference calls and STEPS SGD steps each, on CUDA when there is a device,
     else on the CPU stand-in; every wrapped step starts from eager's parameters of that step. Per class it prints the static verdict, what the runtime did, the largest
     differences to eager, and where the two disagree: an eligible class that failed is an analyzer bug,
-    an ineligible one that captured fine a missed opportunity. A second eager run measures how much eager
+    an ineligible one that captured fine a missed opportunity, and any class whose wrapped run gave
+    other numbers, changed a name, key or class, or left other parameters with gradients is a runtime bug. A second eager run measures how much eager
     differs from itself (GPU kernels that add in another order on each run): a wrapped run matches when it
     differs by at most --tolerance or 4 times that.
 
-    Exit 0 when the planned wrapping matches eager and no eligible class failed, 1 otherwise, 2 when the
-    target cannot be imported, built or run eagerly.
+    Exit 0 when the planned wrapping matches eager, no eligible class failed and there is no runtime bug,
+    1 otherwise, 2 when the target cannot be imported, built or run eagerly.
     """
     if steps <= warmup_steps:
         raise click.UsageError(f"--steps ({steps}) must exceed --warmup-steps ({warmup_steps}) for anything to be captured")
@@ -127,4 +128,7 @@ def write_text(v: Validation, stream: TextIO, style: Style) -> None:
     if v.exit_code == 0:
         stream.write(f"\nok: the planned graphs match eager within {v.tolerance:g} and no eligible class failed\n")
     else:
-        stream.write(style("\nFAILED", "error") + ": the planned graphs differ from eager or an eligible class failed\n")
+        stream.write(
+            style("\nFAILED", "error")
+            + ": the planned graphs differ from eager, an eligible class failed, or a class replayed wrong\n"
+        )

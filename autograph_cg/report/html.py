@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, TextIO
 
 from autograph_cg import __version__
 from autograph_cg.analysis.plan import Plan, TreeNode, WrapSite
-from autograph_cg.analysis.verdicts import Status, Verdict
+from autograph_cg.analysis.verdicts import Status, Verdict, render_guard
 from autograph_cg.findings import Finding
 from autograph_cg.report.identity import relative_path
 from autograph_cg.rules.base import FAMILIES
@@ -246,6 +246,8 @@ class _Page:
         shown = verdict.reasons if limit is None else verdict.reasons[:limit]
         for reason in shown:
             when = f' <span class="condition">only when <code>{escape(reason.condition)}</code></span>' if reason.condition else ""
+            if reason.guard:
+                when += f' <span class="condition">kept out by the guard <code>{escape(render_guard(reason.guard))}</code></span>'
             self.write(
                 f"<li><code>{escape(reason.code)}</code> {message(reason.message)}{when} {self.where(reason.path, reason.line)}"
                 f'<div class="chain">{escape(" → ".join(reason.chain))}</div>'
@@ -258,9 +260,10 @@ class _Page:
     def site(self, site: WrapSite) -> None:
         action = "Already wrapped" if site.existing else "Wrapped in CUDAGraphedLayer"
         container = f" in a {escape(site.container)}" if site.container else ""
+        guard = f', under the guard <code>{escape(render_guard(site.guard))}</code>' if site.guard else ""
         self.write(
             f"<h3>{action}</h3><div>at {self.where(site.path, site.span.line)}: "
-            f"<code>{escape(site.target)}</code>{container}</div>{self.snippet(site.path, site.span.line)}"
+            f"<code>{escape(site.target)}</code>{container}{guard}</div>{self.snippet(site.path, site.span.line)}"
         )
 
     def classes(self) -> None:

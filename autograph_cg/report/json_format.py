@@ -25,6 +25,7 @@ def finding_dict(f: Any) -> dict[str, Any]:
         "message": f.message,
         "function": f.function,
         **({"condition": f.condition} if f.condition else {}),
+        **({"guard": dict(f.guard)} if f.guard else {}),
     }
 
 

@@ -67,6 +67,8 @@ def emit(analysis: Any, stream: TextIO, options: Any = None) -> None:
         }
         if finding.condition:  # it runs only under a default-off condition: its class is conditional, not blocked
             result["properties"] = {"condition": finding.condition, "offByDefault": True}
+        if finding.guard:  # it runs only when these tests of the arguments fail: a guarded wrapper keeps it out
+            result.setdefault("properties", {})["guard"] = dict(finding.guard)
         stream.write(("," if number else "") + "\n        " + json.dumps(result, ensure_ascii=False))
     stream.write(("\n      ]" if findings else "]") + tail + "\n")
 

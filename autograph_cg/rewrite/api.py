@@ -34,7 +34,7 @@ _WRAPPER_BYTES = WRAPPER.encode()
 @dataclass(frozen=True, slots=True)
 class SourceEdit:
     new: bytes
-    changed: int  # wrappers added or removed
+    changed: int  # wrappers added (or their guards updated) or removed
     kept: int  # sites a pragma (or a comment inside a wrapper) kept as they were
     text: str  # the decoded original, for diffs
 
@@ -49,10 +49,10 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
             "stale-plan",
             f"no call at {s.span.line}:{s.span.col} for {s.wrapped_class} (file changed since it was analyzed?)",
         )
-    if not counts.changed:
+    if not counts.changed and not counts.updated:
         return SourceEdit(data, 0, counts.kept, loaded.text)
     try:
-        present = has_runtime_import(loaded.module, loaded.text)
+        present = not counts.changed or has_runtime_import(loaded.module, loaded.text)  # updates only: as it was
     except ImportConflict as exc:
         raise Unsafe("conflict", str(exc)) from None
     if not present:
@@ -64,7 +64,7 @@ def rewrite_source(data: bytes, sites: Sequence[WrapSite], settings: WrapSetting
     check_equivalent(loaded.tree, new, counts.changed, 0 if present else 1)
     if _unwrapped(load(new))[0] != baseline:
         raise Unsafe("unsafe", "undo would not restore this file exactly")
-    return SourceEdit(new, counts.changed, counts.kept, loaded.text)
+    return SourceEdit(new, counts.changed + counts.updated, counts.kept, loaded.text)
 
 
 def _unwrapped(loaded: Loaded) -> tuple[bytes, Counts, bool]:

@@ -1,16 +1,21 @@
 """The exact shape of what `rewrite` adds, so that undo and the safety check recognise it and nothing else.
 
-A wrapped site reads `CUDAGraphedLayer(<original call>)`, or `CUDAGraphedLayer(<original call>, num_warmup_steps=3)`
-when settings are passed through; settings are keyword arguments with literal values from `SETTINGS`. The import
-that rewrite adds carries `MARKER`, so undo never removes an import the user wrote.
+A wrapped site reads `CUDAGraphedLayer(<original call>)`, or `CUDAGraphedLayer(<original call>, num_warmup_steps=3,
+compile=True)` when settings are passed through; settings are keyword arguments with literal values from `SETTINGS`. A guarded site
+adds `guard={"past_key_values": "is None"}` last: a dict literal from forward parameters to the runtime's tests. The
+import that rewrite adds carries `MARKER`, so undo never removes an import the user wrote.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 import libcst as cst
+
+from autograph_cg.analysis.guards import literal, literal_guard
+from autograph_cg.analysis.verdicts import Guard
 
 RUNTIME_MODULE = "autograph_cg.runtime"
 WRAPPER = "CUDAGraphedLayer"
@@ -18,22 +23,34 @@ MARKER = "# autograph-cg: added"
 IMPORT_LINE = f"from {RUNTIME_MODULE} import {WRAPPER}  {MARKER}\n"
 
 # Runtime constructor keywords that rewrite may pass through, with the type of their literal value.
-SETTINGS: dict[str, type] = {"num_warmup_steps": int}
+SETTINGS: dict[str, type] = {"num_warmup_steps": int, "compile": bool}
+GUARD = "guard"  # the runtime's keyword for a site's guard
 
 
 @dataclass(frozen=True, slots=True)
 class WrapSettings:
-    """Runtime settings written into every new wrapper; `None` leaves the runtime's default."""
+    """Runtime settings written into new wrappers; `None` leaves the runtime's default. `compile`: `fnmatch`
+    patterns of the classes whose wrappers compile their layer before capture (`*` for every site)."""
 
     num_warmup_steps: int | None = None
+    compile: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         steps = self.num_warmup_steps
         if steps is not None and (type(steps) is not int or steps < 0):
-            raise ValueError(f"num_warmup_steps must be a whole number >= 0, not {steps!r}")
+            raise ValueError(f"warmup-steps (num_warmup_steps) must be a whole number >= 0, not {steps!r}")
+        if not isinstance(self.compile, tuple) or not all(isinstance(p, str) for p in self.compile):
+            raise ValueError(f"compile must be true or a list of class name patterns, not {self.compile!r}")
 
-    def keywords(self) -> tuple[tuple[str, int], ...]:
-        return tuple((k, v) for k, v in (("num_warmup_steps", self.num_warmup_steps),) if v is not None)
+    def keywords(self, wrapped_class: str = "") -> tuple[tuple[str, int | bool], ...]:
+        """The keywords of a new wrapper of `wrapped_class` (a union `A | B` compiles if each does)."""
+        out: list[tuple[str, int | bool]] = []
+        if self.num_warmup_steps is not None:
+            out.append(("num_warmup_steps", self.num_warmup_steps))
+        classes = [c.strip() for c in wrapped_class.split("|") if c.strip()]
+        if self.compile and classes and all(any(fnmatchcase(c, p) for p in self.compile) for c in classes):
+            out.append(("compile", True))
+        return tuple(out)
 
 
 def _literal_ok(name: str, value: object) -> bool:
@@ -49,11 +66,43 @@ def cst_wrapped_call(node: cst.Call) -> cst.Call | None:
     if first.keyword is not None or first.star or not isinstance(first.value, cst.Call):
         return None
     for arg in rest:
-        if arg.keyword is None or arg.star or not isinstance(arg.value, cst.Integer):
+        if arg.keyword is None or arg.star:
             return None
-        if not _literal_ok(arg.keyword.value, int(arg.value.value, 0)):
+        if arg.keyword.value == GUARD and isinstance(arg.value, cst.Dict):
+            if literal_guard(ast.parse(cst.Module([]).code_for_node(arg.value), mode="eval").body) is None:
+                return None
+        elif not _literal_ok(arg.keyword.value, _cst_literal(arg.value)):
             return None
     return first.value
+
+
+def _cst_literal(node: cst.BaseExpression) -> object:
+    """The value of an integer or True/False literal; None for anything else."""
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def cst_guard(wrapper: cst.Call, guard: Guard) -> cst.Call:
+    """A wrapper of rewrite's shape with `guard` as its guard (none when empty), its other arguments kept."""
+    kept = [a for a in wrapper.args if not (a.keyword is not None and a.keyword.value == GUARD)]
+    return wrapper.with_changes(args=_joined([*kept, *_guard_arg(guard)]))
+
+
+def _guard_arg(guard: Guard) -> list[cst.Arg]:
+    if not guard:
+        return []
+    no_space = cst.SimpleWhitespace("")
+    equal = cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space)
+    return [cst.Arg(cst.parse_expression(literal(guard)), keyword=cst.Name(GUARD), equal=equal)]
+
+
+def _joined(args: list[cst.Arg]) -> list[cst.Arg]:
+    """Arguments separated by `, `, the last without a comma."""
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [a.with_changes(comma=comma if i < len(args) - 1 else cst.MaybeSentinel.DEFAULT) for i, a in enumerate(args)]
 
 
 def ast_wrapped_call(node: ast.Call) -> ast.Call | None:
@@ -64,6 +113,8 @@ def ast_wrapped_call(node: ast.Call) -> ast.Call | None:
     if not isinstance(inner, ast.Call):
         return None
     for kw in node.keywords:
+        if kw.arg == GUARD and literal_guard(kw.value) is not None:
+            continue
         if kw.arg is None or not isinstance(kw.value, ast.Constant) or not _literal_ok(kw.arg, kw.value.value):
             return None
     return inner
@@ -79,23 +130,16 @@ def ast_is_runtime_import(stmt: ast.stmt) -> bool:
     )
 
 
-def build_wrapper(call: cst.Call, settings: WrapSettings) -> cst.Call:
-    """`CUDAGraphedLayer(call, k=v)`; parentheses around `call` move outside so undo can move them back."""
-    keywords = settings.keywords()
+def build_wrapper(call: cst.Call, settings: WrapSettings, guard: Guard = (), wrapped_class: str = "") -> cst.Call:
+    """`CUDAGraphedLayer(call, k=v, guard={...})`; parentheses around `call` move outside so undo can move them back."""
     no_space = cst.SimpleWhitespace("")
-    inner = call.with_changes(lpar=(), rpar=())
-    args = [cst.Arg(inner, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if keywords else cst.MaybeSentinel.DEFAULT)]
-    for i, (name, value) in enumerate(keywords):
-        last = i == len(keywords) - 1
-        args.append(
-            cst.Arg(
-                cst.Integer(str(value)),
-                keyword=cst.Name(name),
-                equal=cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space),
-                comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-            )
-        )
-    return cst.Call(func=cst.Name(WRAPPER), args=args, lpar=call.lpar, rpar=call.rpar)
+    equal = cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space)
+    args = [cst.Arg(call.with_changes(lpar=(), rpar=()))]
+    args += [
+        cst.Arg(cst.Name(str(value)) if isinstance(value, bool) else cst.Integer(str(value)), keyword=cst.Name(name), equal=equal)
+        for name, value in settings.keywords(wrapped_class)
+    ]
+    return cst.Call(func=cst.Name(WRAPPER), args=_joined(args + _guard_arg(guard)), lpar=call.lpar, rpar=call.rpar)
 
 
 def unwrap(wrapper: cst.Call, inner: cst.Call) -> cst.Call:

@@ -22,7 +22,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
 from autograph_cg.rewrite.safety import Loaded
-from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_wrapped_call, unwrap
+from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_guard, cst_wrapped_call, unwrap
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
 
@@ -48,6 +48,7 @@ class Counts:
     changed: int = 0  # wrappers added (rewrite) or removed (undo)
     kept: int = 0  # left alone because of `# autograph-cg: skip` or comments inside a wrapper
     already: int = 0  # planned site already wrapped in the source
+    updated: int = 0  # wrapped already, with another guard: the plan's guard written
     missing: list[WrapSite] = field(default_factory=list)  # planned site with no call at its span
 
 
@@ -132,21 +133,30 @@ class _Wrap(_Scoped):
         if inner is not None:
             self.inside_wrapper.add(id(inner))
 
+    def _key(self, node: cst.Call) -> Key:
+        r = self.call_positions[node]
+        return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        r = self.call_positions[original_node]
-        key = (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
-        site = self.todo.get(key)
+        site = self.todo.get(self._key(original_node))
         if site is None:
-            return updated_node
-        self.seen.add(key)
+            inner = cst_wrapped_call(original_node)  # a wrapper: its call's site says whether its guard changes
+            site = self.todo.get(self._key(inner)) if inner is not None else None
+            if site is None:
+                return updated_node
+            if not site.update or self.skipped(site.wrapped_class.rsplit(".", 1)[-1]):
+                self.counts.already += 1
+                return updated_node
+            self.counts.updated += 1
+            return cst_guard(updated_node, site.guard)
+        self.seen.add(self._key(original_node))
         if id(original_node) in self.inside_wrapper:
-            self.counts.already += 1
-            return updated_node
+            return updated_node  # its wrapper is counted when it is left
         if self.skipped(site.wrapped_class.rsplit(".", 1)[-1]):
             self.counts.kept += 1
             return updated_node
         self.counts.changed += 1
-        return build_wrapper(updated_node, self.settings)
+        return build_wrapper(updated_node, self.settings, site.guard, site.wrapped_class)
 
 
 class _Unwrap(_Scoped):
@@ -186,6 +196,7 @@ def _edit_statements(
         total.changed += c.changed
         total.kept += c.kept
         total.already += c.already
+        total.updated += c.updated
     return module.with_changes(body=body), total
 
 

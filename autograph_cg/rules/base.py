@@ -23,7 +23,7 @@ class RuleContext(Protocol):
     def in_test(self) -> bool: ...  # inside an if/while/assert/ternary condition
     def qualify(self, node: ast.expr) -> str | None: ...  # a dotted reference resolved through imports
     def is_global(self, name: str) -> bool: ...  # a module-level variable not shadowed here
-    def is_argument(self, name: str) -> bool: ...  # a forward parameter, not rebound: the caller owns it
+    def owned(self, node: ast.expr) -> str | None: ...  # the forward argument `node` is (a part of): the caller owns it
 
 
 @dataclass(frozen=True)

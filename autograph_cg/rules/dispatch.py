@@ -24,7 +24,7 @@ class Dispatch:
     layer_methods: dict[str, tuple[Rule, ...]]
     self_writes: tuple[Rule, ...]
     global_writes: tuple[Rule, ...]
-    subscript_writes: tuple[Rule, ...]
+    outer_writes: tuple[Rule, ...]  # item and attribute assignments on objects that outlive the call
     container_mutations: tuple[Rule, ...]
     format_calls: tuple[Rule, ...]
     external_roots: frozenset[str]
@@ -66,7 +66,7 @@ def build(rules: tuple[Rule, ...]) -> Dispatch:
         layer_methods=frozen["layer"],  # type: ignore[arg-type]
         self_writes=hooks.get("self-write", ()),
         global_writes=hooks.get("global-write", ()),
-        subscript_writes=hooks.get("container-mutation", ()),
+        outer_writes=hooks.get("container-mutation", ()),
         container_mutations=hooks.get("container-mutation", ()),
         format_calls=format_rules,
         external_roots=EXTERNAL_ROOTS,

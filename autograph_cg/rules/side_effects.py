@@ -27,22 +27,27 @@ def _global_write(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, st
 
 
 def _outer(ctx: RuleContext, node: ast.expr) -> str | None:
-    """`self.X`, a module-level name, or a container the caller passed to forward: they outlive the call."""
+    """`self.X`, a module-level name, or an object the caller passed to forward, or a part of one, through a local
+    alias too (`cache = past.layers[i]`): they outlive the call. A tensor written in place is GPU work the graph
+    records."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return "self." + node.attr
     if isinstance(node, ast.Name) and ctx.is_global(node.id):
         return node.id
-    if isinstance(node, ast.Name) and ctx.is_argument(node.id) and not ctx.is_tensor(node):
-        return node.id  # a tensor argument written in place is GPU work the graph records
+    if ctx.owned(node) is not None:
+        return ast.unparse(node)
     return None
 
 
 def _container_mutation(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
-    """`self.cache.append(x)` (a call) or `self.cache[k] = x` (an assignment target)."""
+    """`self.cache.append(x)` (a call), `self.cache[k] = x` or `past.seen = n` (assignment targets)."""
     if isinstance(node, ast.Subscript):
         owner = _outer(ctx, node.value)
         if owner is not None:
             yield node, f"{owner}[...] ="
+    elif isinstance(node, ast.Attribute):  # an attribute set on an object the caller passed (not on self: AG401)
+        if ctx.owned(node.value) is not None:
+            yield node, f"{ast.unparse(node)} ="
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         owner = _outer(ctx, node.func.value)
         if owner is not None:
@@ -118,7 +123,9 @@ RULES = (
         severity=Severity.ERROR,
         message="`{detail}` in forward mutates a container that outlives the call",
         what="Finds `append`, `extend`, `update`, item assignment and similar on `self.<attr>`, module-level "
-        "containers, and lists or dicts passed to `forward` as arguments, in code reachable from forward.",
+        "containers, and objects passed to `forward` as arguments or any part of them (`past.layers[i]`), also "
+        "through a local alias (`cache = past.self_attention_cache; cache.update(k, v)`), and attributes set on "
+        "such objects (`past.seen_tokens = n`), in code reachable from forward.",
         why=_REPLAY_WHY + " Tensors stored this way are graph buffers, overwritten by every replay.",
         example="self.cache.append(k)",
         instead="return out, k  # return what the caller needs and let it keep it",
@@ -129,11 +136,19 @@ RULES = (
             "self.stats['x'] = x",
             "class Case(nn.Module):\n    def forward(self, x, feats):\n        feats.append(x)\n        return x",
             "class Case(nn.Layer):\n    def forward(self, x, cache):\n        cache['k'] = x\n        return cache.get('v')",
+            "class Case(nn.Module):\n    def forward(self, x, past):\n        cache = past.self_attention_cache\n        cache.update(x)\n        return x",
+            "class Case(nn.Module):\n    def forward(self, x, past):\n        past.is_updated[0] = True\n        return x",
+            "class Case(nn.Layer):\n    def forward(self, x, past):\n        for layer in past.layers:\n            layer.append(x)\n        return x",
+            "class Case(nn.Module):\n    def forward(self, x, past: Cache):\n        past.seen_tokens = 1\n        return x",
         ),
         valid=(
             "outs = []\nouts.append(x)",
             "x[mask] = 0.0",
             "class Case(nn.Module):\n    def forward(self, x, feats):\n        feats = list(feats)\n        feats.append(x)\n        return feats",
+            "class Case(nn.Module):\n    def forward(self, x, past):\n        cache = dict(past.layers)\n        cache.update(k=x)\n        return cache",
+            "class Case(nn.Module):\n    def forward(self, x, past):\n        y = x[0]\n        y[0] = 1.0\n        return y",
+            "class Case(nn.Module):\n    def forward(self, x):\n        x.requires_grad = False\n        return x",
+            "class Case(nn.Layer):\n    def forward(self, x):\n        shape = x.shape\n        shape[0] = 1\n        return x.reshape(shape)",
         ),
     ),
     Rule(

@@ -14,12 +14,13 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple
 
+from .slots import Entry
 from .tree import unflatten
 
-if TYPE_CHECKING:
-    from .core import Entry, Runner
+# core's Runner: named in annotations only (core imports this module, not the other way round).
+Runner = Any
 
 STABLE = 2  # replayed calls in a row with the same successor before a run is fused
 MAX_BREAKS = 2  # runs of one head that ended early before that head stops fusing
@@ -30,8 +31,8 @@ MISS = object()
 class Member(NamedTuple):
     """One layer of a run: its runner, its key's entry, and where its tensor arguments come from."""
 
-    runner: "Runner"
-    entry: "Entry"
+    runner: Runner
+    entry: Entry
     mapping: tuple  # per tensor argument: (OUT, index into the previous member's outputs) or (ARG, index)
 
 
@@ -41,7 +42,7 @@ class Call:
 
     __slots__ = ("runner", "entry", "outs", "run_args")
 
-    def __init__(self, runner: "Runner", entry: "Entry", outs: list, run_args: list) -> None:
+    def __init__(self, runner: Runner, entry: Entry, outs: list, run_args: list) -> None:
         self.runner, self.entry = weakref.ref(runner), weakref.ref(entry)
         self.outs, self.run_args = [weakref.ref(t) for t in outs], run_args
 
@@ -50,8 +51,8 @@ class Link(NamedTuple):
     """How a call follows the previous one: that call's layer and key, and where each tensor
     argument comes from."""
 
-    runner: "Runner"
-    entry: "Entry"
+    runner: Runner
+    entry: Entry
     mapping: tuple
     run_args: list
 
@@ -105,7 +106,7 @@ def _index(items: list, t: Any) -> int | None:
     return None
 
 
-def note(runner: "Runner", entry: "Entry", tensors: list, outs: list, came: Link | None) -> None:
+def note(runner: Runner, entry: Entry, tensors: list, outs: list, came: Link | None) -> None:
     """After a replayed call: learn the edge from the previous call and become the previous call."""
     if came is not None:
         target = Member(runner, entry, came.mapping)
@@ -120,7 +121,7 @@ def note(runner: "Runner", entry: "Entry", tensors: list, outs: list, came: Link
     TRACK.last = Call(runner, entry, outs, run_args)
 
 
-def fusable(runner: "Runner", entry: "Entry") -> bool:
+def fusable(runner: Runner, entry: Entry) -> bool:
     return (
         runner.fuse
         and not runner.stats.disabled_reason
@@ -130,7 +131,7 @@ def fusable(runner: "Runner", entry: "Entry") -> bool:
     )
 
 
-def members_from(head: "Runner", entry: "Entry") -> list[Member]:
+def members_from(head: Runner, entry: Entry) -> list[Member]:
     """The run that starts at ``head``'s call with ``entry``, following stable edges."""
     members = [Member(head, entry, ())]
     runner, current = head, entry
@@ -175,7 +176,7 @@ class ChainLayer:
 class Chain:
     """A fused run: one runner over a layer that runs the members' forwards in turn."""
 
-    def __init__(self, head: "Runner", members: list[Member], new_runner: Callable[..., "Runner"]) -> None:
+    def __init__(self, head: Runner, members: list[Member], new_runner: Callable[..., Runner]) -> None:
         self.members = members
         ops = head.ops
         layer = ops.chain_layer([m.runner.layer for m in members], self._forward)
@@ -236,7 +237,7 @@ class Pending:
         self.params = [ops.versions(m.runner._params or ()) for m in chain.members]
         self.pos = 1
 
-    def take(self, runner: "Runner", args: tuple, kwargs: dict) -> Any:
+    def take(self, runner: Runner, args: tuple, kwargs: dict) -> Any:
         """The output for this call of the next member, or MISS (the run ends here)."""
         member = self.chain.members[self.pos]
         why = self._mismatch(member, runner, args, kwargs)
@@ -251,7 +252,7 @@ class Pending:
         runner.stats.fused_calls += 1
         return out
 
-    def _mismatch(self, member: Member, runner: "Runner", args: tuple, kwargs: dict) -> str:
+    def _mismatch(self, member: Member, runner: Runner, args: tuple, kwargs: dict) -> str:
         if runner is not member.runner:
             return f"{runner.stats.name} called instead of {member.runner.stats.name}"
         ops = runner.ops

@@ -10,19 +10,17 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from . import chains, guards, settings, verify
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
-from .ops import Graph, Ops
+from .ops import Ops
 from .pools import PoolLedger, ledger_for
+from .slots import Entry, Slot
 from .stats import LayerStats
+from .options import Settings
 from .tree import UnsupportedArgument, unflatten
-
-if TYPE_CHECKING:
-    from .graphed import Settings
 
 
 PROBATION = 3  # backwards of a layer during which its parameters are passed to learn if any asks for them
@@ -43,45 +41,6 @@ def _capturing() -> Iterator[None]:
         yield
     finally:
         _CAPTURE.depth -= 1
-
-
-@dataclass(eq=False)
-class Slot:
-    """One captured forward graph (and its backward graph) with its static buffers."""
-
-    ledger: PoolLedger
-    fwd: Graph
-    fwd_seq: int
-    static_inputs: list
-    out_spec: tuple
-    nondiff: tuple = ()
-    diff_outputs: tuple = ()
-    used_inputs: tuple = ()
-    used_params: tuple = ()
-    reach: tuple | None = None  # per differentiable output, the backward's leaves it reaches (verify.Probe)
-    grad_outputs: list = field(default_factory=list)
-    zeroed: list = field(default_factory=list)  # per grad_outputs buffer: all zeros (nothing else writes them)
-    params: list = field(default_factory=list)  # autograd leaves standing for the parameters
-    targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
-    listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
-    writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
-    bwd: Graph | None = None  # adds parameter grads into the bank
-    bwd_seq: int = 0
-    bwd_fresh: Graph | None = None  # writes them: for a step whose grads were all cleared
-    bwd_fresh_seq: int = 0
-    busy: bool = False
-    stale: bool = False
-    generation: int = 0
-    release_epoch: int = -1
-
-
-@dataclass(eq=False)
-class Entry:
-    key: GraphKey
-    warm: int = 0
-    slots: list = field(default_factory=list)
-    placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
-    mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
 
 
 class Token:
@@ -145,7 +104,11 @@ class Runner:
     without the runtime (for a wrapped layer, the original forward past the router)."""
 
     def __init__(self, ops: Ops, layer: Any, plain: Callable[..., Any], options: Settings, name: str) -> None:
-        self.ops, self.layer, self.plain = ops, layer, plain
+        self.ops, self.layer = ops, layer
+        # What eager calls, captures and nested calls run: the layer's forward, compiled first when
+        # options.compile asks (the fallbacks go compiled and graphed -> graphed -> eager).
+        self._uncompiled = plain
+        self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
@@ -195,6 +158,11 @@ class Runner:
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
             return self._run_eagerly(args, kwargs)
+        if ops.saved_tensor_hooks():
+            # Hooks that pack what autograd saves (activation checkpointing without reentry, offloading)
+            # would pack the graph's static memory; the call runs as it would unwrapped.
+            chains.TRACK.pending = chains.TRACK.last = None
+            return self._eager(args, kwargs, "saved-tensor hooks are active (checkpointing or offloading)")
         track = chains.TRACK
         if track.pending is not None:  # the outputs of a fused run wait for their layers
             out = track.pending.take(self, args, kwargs)
@@ -285,7 +253,19 @@ class Runner:
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
         with self.ops.layer_context():
-            return self.plain(*args, **kwargs)
+            if self.plain is self._uncompiled:
+                return self.plain(*args, **kwargs)
+            try:
+                return self.plain(*args, **kwargs)
+            except Exception as err:  # the compiler's, if the forward runs without it
+                out = self._uncompiled(*args, **kwargs)
+                self._uncompile(f"compiling failed: {_first_line(err)}")
+                return out
+
+    def _uncompile(self, reason: str) -> None:
+        """Go on without the compiler: graphs of the plain forward from the next capture on."""
+        self.plain = self._uncompiled
+        self.stats.fallback(reason + "; the layer runs uncompiled")
 
     def _new_entry(self, key: GraphKey) -> Entry:
         # Bound the bookkeeping of keys that never got a graph (e.g. every call a new shape).
@@ -451,7 +431,11 @@ class Runner:
             ledger.poison()
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started
-            self.stats.disable(f"capture failed: {_first_line(err)}")
+            if self.plain is not self._uncompiled:  # compiled code that a graph cannot hold: try without
+                self._uncompile(f"the compiled layer failed to capture: {_first_line(err)}")
+                entry.warm = 0
+            else:
+                self.stats.disable(f"capture failed: {_first_line(err)}")
             return None
         self._restore_state(state)
         self.stats.capture_seconds += time.perf_counter() - started

@@ -13,41 +13,20 @@ graphs. Design and what it rules out: docs/runtime.md, "A wrapper nobody can see
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 import types
 import weakref
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from .core import Runner
-from .guards import TESTS
+from .options import Settings
 
 KEY = "_autograph_cg"  # the layer's __dict__ entry holding its GraphedState
 ORIGINAL = "__autograph_cg_original__"  # on a graphed class: the class it was made from
 FORWARD = "__autograph_cg_forward__"  # on a graphed class: the original's forward, which the router runs
 PLAIN = "__autograph_cg_plain__"  # on an instance's own router: the forward the instance held before
-
-
-@dataclass(frozen=True)
-class Settings:
-    """A wrapped layer's options: what copies and pickles of it carry."""
-
-    num_warmup_steps: int = 3
-    max_graphs: int = 32
-    backend: str = "auto"
-    name: str | None = None
-    fuse: bool = True
-    guard: tuple = ()  # ((parameter, test), ...): the graph serves only calls that pass every test
-    verify: bool = True  # compare the first replay of every new graph with an eager run
-    compile: Any = False  # False, True, or torch.compile's keyword arguments as a dict
-
-    def __post_init__(self) -> None:
-        if self.num_warmup_steps < 0:
-            raise ValueError("num_warmup_steps must be >= 0")
-        if self.max_graphs < 1:
-            raise ValueError("max_graphs must be >= 1")
-        for param, test in self.guard:
-            if test not in TESTS:
-                raise ValueError(f"guard {param!r}: unknown test {test!r} (one of {', '.join(TESTS)})")
 
 
 class Adapter:
@@ -125,7 +104,7 @@ def graphed_class(cls: type, adapter: Adapter) -> type:
     # The router has the original's globals and metadata (``__wrapped__`` included): TorchScript
     # compiles the source and resolves the names it finds there, and those must be the original's.
     template = _router(orig, adapter)
-    forward = types.FunctionType(template.__code__, orig.__globals__, "forward", None, template.__closure__)
+    forward = types.FunctionType(template.__code__, _names_of(orig), "forward", None, template.__closure__)
     functools.update_wrapper(forward, orig)
     namespace = {
         "forward": forward,
@@ -141,6 +120,22 @@ def graphed_class(cls: type, adapter: Adapter) -> type:
     sub = types.new_class(cls.__name__, (cls,), {}, lambda ns: ns.update(namespace))
     _classes[cls] = sub
     return sub
+
+
+def _names_of(fn: Callable[..., Any]) -> dict:
+    """The names ``fn``'s source may use: its globals, and the variables of its closure (a class
+    defined inside a function reads ``torch`` from there). The router runs on closure variables
+    only; TorchScript resolves the source's names in the router's globals."""
+    cells = getattr(fn, "__closure__", None)
+    if not cells:
+        return fn.__globals__
+    names = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, cells):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            pass
+    return names
 
 
 def _router(orig: Callable[..., Any], adapter: Adapter) -> Callable[..., Any]:
@@ -259,27 +254,24 @@ def _setstate(cls: type, adapter: Adapter) -> Callable[[Any, Any], None]:
 
 def _new_graphed(cls: type, *args: Any) -> Any:
     """Unpickle: an instance of the graphed class of ``cls`` (its state is set after)."""
-    from .layer import adapter_for_class
-
     sub = graphed_class(cls, adapter_for_class(cls))
     return sub.__new__(sub, *args)
 
 
-def settings_from(num_warmup_steps: int, options: Mapping[str, Any]) -> Settings:
-    """``CUDAGraphedLayer``'s arguments as Settings, with one clear error for a wrong one."""
-    options = dict(options)
-    guard = options.pop("guard", None) or {}
-    if not isinstance(guard, Mapping):
-        raise TypeError("guard must be a dict from forward parameter names to tests")
-    compile_ = options.pop("compile", False)
-    known = {f for f in Settings.__dataclass_fields__ if f not in ("num_warmup_steps", "guard", "compile")}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(f"CUDAGraphedLayer got unexpected keyword argument(s): {', '.join(unknown)}")
-    return replace(
-        Settings(),
-        num_warmup_steps=num_warmup_steps,
-        guard=tuple(sorted(guard.items())),
-        compile=compile_,
-        **options,
-    )
+_FRAMEWORKS = (("torch", "nn.Module"), ("paddle", "nn.Layer"))
+
+
+def adapter_for_class(cls: type) -> Adapter:
+    """The adapter of the framework whose layer class ``cls`` derives from; the framework is one
+    the process imported already, and its adapter is imported now."""
+    for framework, base in _FRAMEWORKS:
+        module = sys.modules.get(framework)
+        if module is not None and isinstance(cls, type) and issubclass(cls, _attr(module, base)):
+            return importlib.import_module(f"{__package__}.{framework}_adapter").ADAPTER
+    raise TypeError(f"CUDAGraphedLayer wraps a paddle.nn.Layer or a torch.nn.Module, not {cls.__name__}")
+
+
+def _attr(module: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        module = getattr(module, part)
+    return module

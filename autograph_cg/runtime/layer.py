@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from typing import Any
 
 from . import graphed
-
-_FRAMEWORKS = (("torch", "nn.Module"), ("paddle", "nn.Layer"))
+from .options import settings_from
 
 
 class _Graphed(type):
@@ -39,27 +36,8 @@ class CUDAGraphedLayer(metaclass=_Graphed):
     """
 
     def __new__(cls, layer: Any, num_warmup_steps: int = 3, **options: Any) -> Any:  # type: ignore[misc]
-        adapter = adapter_for(layer)
-        return graphed.wrap(layer, adapter, graphed.settings_from(num_warmup_steps, options))
-
-
-def adapter_for(layer: Any) -> graphed.Adapter:
-    return adapter_for_class(type(layer))
-
-
-def adapter_for_class(cls: type) -> graphed.Adapter:
-    """The adapter of the framework whose layer class ``cls`` derives from."""
-    for framework, base in _FRAMEWORKS:
-        module = sys.modules.get(framework)
-        if module is not None and isinstance(cls, type) and issubclass(cls, _attr(module, base)):
-            return importlib.import_module(f"{__package__}.{framework}_adapter").ADAPTER
-    raise TypeError(f"CUDAGraphedLayer wraps a paddle.nn.Layer or a torch.nn.Module, not {cls.__name__}")
-
-
-def _attr(module: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        module = getattr(module, part)
-    return module
+        adapter = graphed.adapter_for_class(type(layer))
+        return graphed.wrap(layer, adapter, settings_from(num_warmup_steps, options))
 
 
 def unwrap(layer: Any) -> Any:

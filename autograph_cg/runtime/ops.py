@@ -6,12 +6,9 @@ the gradient bank and the pools speak only through them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Protocol, Sequence
 
 from .tree import Tree
-
-if TYPE_CHECKING:
-    from .core import Runner, Slot
 
 
 class Graph(Protocol):
@@ -48,8 +45,10 @@ class Ops(Protocol):
 
     def meta(self, t: Any) -> tuple: ...
     def context(self) -> tuple: ...  # starts with whether grad mode is on
+    def saved_tensor_hooks(self) -> bool: ...  # hooks pack what autograd saves (non-reentrant checkpointing)
     def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
     def sublayers(self, layer: Any) -> list: ...  # the layer and every layer below it
+    def compile(self, forward: Callable[..., Any], options: Any) -> Callable[..., Any]: ...  # the framework's compiler
     def requires_grad(self, t: Any) -> bool: ...
     def grad_mode(self, enabled: bool) -> ContextManager: ...
     def capture_context(self) -> ContextManager: ...
@@ -76,7 +75,8 @@ class Ops(Protocol):
     def set_grads(self, params: list, grads: list) -> None: ...
     def is_same(self, a: Any, b: Any) -> bool: ...
     def equal(self, a: Any, b: Any) -> bool: ...  # same values (syncs the host: never in a capture)
-    def difference(self, a: Any, b: Any) -> tuple[float, float]: ...  # (max |a - b|, max |b|); syncs the host
+    def gap(self, a: Any, b: Any) -> Any: ...  # (max |a - b|, max |b|), left on the device where it can be
+    def to_host(self, gaps: list) -> list[tuple[float, float]]: ...  # gaps as floats, in as few host syncs as can be
     def itemsize(self, t: Any) -> int: ...
     def randn_like(self, t: Any) -> Any: ...  # from the framework's RNG (restored after a capture)
     def reach(self, outputs: list, leaves: list) -> list: ...  # per output, the indices of the leaves its backward reaches
@@ -98,6 +98,6 @@ class Ops(Protocol):
     def partial_backward(self, node: Any) -> bool: ...  # in a backward: it asks for some gradients only
     def chain_layer(self, layers: list, forward: Callable[[tuple, dict], tuple]) -> Any: ...
     def grad_hooks(self, t: Any) -> bool: ...  # a hook or retain_grad on the tensor
-    def apply(self, runner: Runner, slot: Slot, anchor: Any, tensors: list) -> list: ...
+    def apply(self, runner: Any, slot: Any, anchor: Any, tensors: list) -> list: ...  # core's Runner and Slot
 
 

@@ -37,6 +37,7 @@ _SYNC_TARGETS = [
 
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
 _will_execute = torch._C._will_engine_execute_node
+_top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
 class _Structure:
@@ -225,18 +226,32 @@ class TorchOps:
     equal = staticmethod(torch.equal)
 
     @staticmethod
-    def difference(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
+    def gap(a: torch.Tensor, b: torch.Tensor) -> Any:
+        """(max |a - b|, max |b|) as a tensor on the device, no host sync, three kernels: a NaN on either
+        side makes the difference NaN, which the check counts as different (eager's NaN is eager's to
+        give); for integer tensors the difference is 1 where any element differs."""
         a, b = a.detach(), b.detach()
         if a.shape != b.shape:
-            return math.inf, 0.0
-        if not (a.is_floating_point() or a.is_complex()):
-            return (0.0 if torch.equal(a, b) else math.inf), 0.0
+            return (math.inf, 0.0)
         if not a.numel():
-            return 0.0, 0.0
-        both_nan = a.isnan() & b.isnan()
-        worst = float((a - b).abs().masked_fill(both_nan, 0).max())
-        scale = float(b.abs().masked_fill(~b.isfinite(), 0).max())
-        return (math.inf if math.isnan(worst) else worst), scale
+            return (0.0, 0.0)
+        if not (a.is_floating_point() or a.is_complex()):
+            return torch.stack([(a != b).any().double(), torch.zeros((), dtype=torch.float64, device=a.device)])
+        norm = torch.linalg.vector_norm
+        return torch.stack([norm(a - b, math.inf), norm(b, math.inf)]).double()
+
+    @staticmethod
+    def to_host(gaps: list) -> list[tuple[float, float]]:
+        """Many gaps, one host sync per device."""
+        out: list = list(gaps)
+        by_device: dict[Any, list[int]] = {}
+        for i, g in enumerate(gaps):
+            if isinstance(g, torch.Tensor):
+                by_device.setdefault(g.device, []).append(i)
+        for idx in by_device.values():
+            for i, row in zip(idx, torch.stack([gaps[i] for i in idx]).tolist()):
+                out[i] = tuple(row)
+        return out
 
     itemsize = staticmethod(torch.Tensor.element_size)
     randn_like = staticmethod(torch.randn_like)
@@ -272,10 +287,20 @@ class TorchOps:
         return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), _autocast_state())
 
     @staticmethod
+    def saved_tensor_hooks() -> bool:
+        return _top_hooks(True) is not None
+
+    @staticmethod
     def structure_epoch() -> int:
         return _Structure.epoch
 
     sublayers = staticmethod(lambda layer: list(layer.modules()))
+
+    @staticmethod
+    def compile(forward: Any, options: Any) -> Any:
+        """Inductor over the forward alone (the layer's own hooks stay outside, as the graph's do);
+        its default mode: ``reduce-overhead`` records graphs of its own, which a capture cannot hold."""
+        return torch.compile(forward, **(options if isinstance(options, dict) else {}))
 
     @staticmethod
     def grad_mode(enabled: bool) -> ContextManager:

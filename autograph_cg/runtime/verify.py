@@ -12,12 +12,12 @@ beyond what eager differs from itself makes the layer eager, with the reason. Do
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-if TYPE_CHECKING:
-    from .core import Slot
-    from .ops import Ops
+from .ops import Ops
+from .slots import Slot
 
 # A graph replays the kernels eager ran, so it matches bitwise unless a kernel adds in a different
 # order on each run (atomics, cuDNN's weight gradients). Past these relative differences (of a
@@ -104,7 +104,7 @@ def check(
     slot.fwd.replay()
     _judge(
         ops,
-        [ops.difference(a, b) for a, b in zip(slot.fwd.outputs, found.flat)],
+        ops.to_host([ops.gap(a, b) for a, b in zip(slot.fwd.outputs, found.flat)]),
         found.flat,
         lambda: _noise_of_runs(ops, found.flat, restore, rerun),
         lambda i: f"output {i}",
@@ -122,11 +122,11 @@ def check(
     slot.bwd.replay()  # adds into the zeroed views: they hold this backward's parameter gradients
     graph = list(slot.bwd.outputs) + views
     n = len(slot.used_inputs)
-    diffs: dict[int, tuple[float, float]] = {}
-    ops.backward_into(outs, grads, found.leaves, lambda k, g: diffs.__setitem__(k, ops.difference(graph[k], g)), True)
+    diffs: dict[int, Any] = {}
+    ops.backward_into(outs, grads, found.leaves, lambda k, g: diffs.__setitem__(k, ops.gap(graph[k], g)), True)
     _judge(
         ops,
-        [diffs.get(k, (0.0, 0.0)) for k in range(len(graph))],
+        ops.to_host([diffs.get(k, (0.0, 0.0)) for k in range(len(graph))]),
         graph,
         lambda: _noise_of_backwards(ops, outs, grads, found.leaves, len(graph)),
         lambda k: f"the gradient of input {slot.used_inputs[k]}" if k < n else f"the gradient of {name_of(k - n)}",
@@ -145,26 +145,27 @@ def _judge(ops: Ops, rows: list, tensors: list, noise: Callable[[], list], label
     measured = _relative(noise())
     for i, (r, size, m) in enumerate(zip(rel, sizes, measured)):
         allowed = max(TIGHT.get(size, 1e-5), min(NOISE_MARGIN * m, LOOSE.get(size, 1e-2)))
-        if not r <= allowed:  # NaN where eager has none fails too
+        if not r <= allowed:
             raise Mismatch(f"{label(i)} differs from eager by {r:.1e} (eager differs from itself by {m:.1e})")
 
 
 def _relative(rows: list) -> list[float]:
-    floor = FLOOR * max((m for _, m in rows), default=0.0)
-    return [d / max(m, floor, 1e-30) if d else 0.0 for d, m in rows]
+    """Each difference over its tensor's scale, floored; a NaN (on either side) is an infinite one."""
+    floor = FLOOR * max((m for _, m in rows if m == m), default=0.0)
+    return [math.inf if d != d or m != m else d / max(m, floor, 1e-30) if d else 0.0 for d, m in rows]
 
 
 def _noise_of_runs(ops: Ops, first: list, restore: Callable[[], None], rerun: Callable[[], list]) -> list:
     restore()
     again = rerun()
     restore()
-    return [ops.difference(a, b) for a, b in zip(again, first)]
+    return ops.to_host([ops.gap(a, b) for a, b in zip(again, first)])
 
 
 def _noise_of_backwards(ops: Ops, outs: list, grads: list, leaves: list, n: int) -> list:
     """Two more eager backwards over the probe's graph: how much they differ from each other."""
     kept: dict[int, Any] = {}
     ops.backward_into(outs, grads, leaves, lambda k, g: kept.__setitem__(k, g), True)
-    rows: dict[int, tuple[float, float]] = {}
-    ops.backward_into(outs, grads, leaves, lambda k, g: rows.__setitem__(k, ops.difference(g, kept[k])), False)
-    return [rows.get(k, (0.0, 0.0)) for k in range(n)]
+    rows: dict[int, Any] = {}
+    ops.backward_into(outs, grads, leaves, lambda k, g: rows.__setitem__(k, ops.gap(g, kept[k])), False)
+    return ops.to_host([rows.get(k, (0.0, 0.0)) for k in range(n)])

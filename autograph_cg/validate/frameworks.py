@@ -30,6 +30,7 @@ class Framework(Protocol):
     def assign(self, p: Any, value: np.ndarray) -> None: ...
     def default_loss(self, outputs: list) -> Any: ...
     def children(self, module: Any) -> list[tuple[str, Any]]: ...
+    def names(self, model: Any) -> dict[str, list]: ...
 
 
 class Optimizer(Protocol):
@@ -90,6 +91,20 @@ class TorchFramework:
     def children(self, module: Any) -> list[tuple[str, Any]]:
         return list(module.named_children())
 
+    def names(self, model: Any) -> dict[str, list]:
+        return _names(model.named_parameters(), model.named_buffers(), model.named_modules(), model.state_dict())
+
+
+def _names(params: Any, buffers: Any, layers: Any, state: dict) -> dict[str, list]:
+    """What code that holds a model finds it by: names of parameters, buffers and layers (with their
+    class names), and checkpoint keys."""
+    return {
+        "parameter names": [n for n, _ in params],
+        "buffer names": [n for n, _ in buffers],
+        "layer names and classes": [(n, type(m).__name__) for n, m in layers],
+        "state_dict keys": list(state),
+    }
+
 
 class PaddleFramework:
     name = "paddle"
@@ -142,6 +157,11 @@ class PaddleFramework:
 
     def children(self, module: Any) -> list[tuple[str, Any]]:
         return list(module.named_children())
+
+    def names(self, model: Any) -> dict[str, list]:
+        return _names(
+            model.named_parameters(), model.named_buffers(), model.named_sublayers(include_self=True), model.state_dict()
+        )
 
 
 class _Steps:

@@ -15,6 +15,7 @@ class Outcome(str, enum.Enum):
     CAPTURED = "captured"  # captured, replayed, and the results match eager
     FAILED = "failed"  # a capture failed (or was refused) and the layer went eager
     MISMATCH = "mismatch"  # replayed, but the results differ from eager
+    DROPIN = "drop-in difference"  # wrapping changed names, keys or classes, or which parameters get gradients
     ERROR = "error"  # the wrapped model raised
     EAGER = "eager"  # every call ran eagerly for a reason of the runtime (unsupported argument, ...)
     WARMUP = "warmup"  # called, but never past the warmup calls of a key
@@ -23,7 +24,7 @@ class Outcome(str, enum.Enum):
 
     @property
     def bad(self) -> bool:
-        return self in (Outcome.FAILED, Outcome.MISMATCH, Outcome.ERROR)
+        return self in (Outcome.FAILED, Outcome.MISMATCH, Outcome.DROPIN, Outcome.ERROR)
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,21 @@ def _number(x: float) -> float | str:
     return x if math.isfinite(x) else "inf"
 
 
-def judge(stats: RunStats, diff: Diff, error: str | None, tolerance: float, noise: Diff | None = None) -> PassResult:
-    """The worst thing that happened wins: an error, a failed capture, wrong numbers, then the good cases.
-    `noise`: how much eager differs from itself (see `Diff.within`)."""
+def judge(
+    stats: RunStats,
+    diff: Diff,
+    error: str | None,
+    tolerance: float,
+    noise: Diff | None = None,
+    dropin: tuple[str, ...] = (),
+) -> PassResult:
+    """The worst thing that happened wins: an error, a drop-in difference, a failed capture, wrong
+    numbers, then the good cases. `noise`: how much eager differs from itself (see `Diff.within`);
+    `dropin`: what wrapping changed that code holding the model could see."""
     if error:
         return PassResult(stats, diff, Outcome.ERROR, error)
+    if dropin:
+        return PassResult(stats, diff, Outcome.DROPIN, "; ".join(dropin))
     if stats.disabled:
         return PassResult(stats, diff, Outcome.FAILED, "; ".join(stats.disabled))
     if not diff.within(tolerance, noise):
@@ -76,6 +87,7 @@ def judge(stats: RunStats, diff: Diff, error: str | None, tolerance: float, nois
 class Disagreement(str, enum.Enum):
     ANALYZER_BUG = "analyzer bug"  # called eligible, but the run failed or gave other numbers
     MISSED = "missed opportunity"  # called ineligible or unknown, but it captured and matched eager
+    RUNTIME_BUG = "runtime bug"  # whatever the verdict, the wrapped run gave other numbers or a drop-in difference
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,8 @@ class ClassResult:
 
     @property
     def disagreement(self) -> Disagreement | None:
+        if self.run.outcome in (Outcome.MISMATCH, Outcome.DROPIN):  # exact or eager, never wrong
+            return Disagreement.RUNTIME_BUG
         if self.verdict is Status.ELIGIBLE and self.run.outcome.bad:
             return Disagreement.ANALYZER_BUG
         if self.verdict in (Status.INELIGIBLE, Status.UNKNOWN) and self.run.outcome is Outcome.CAPTURED:
@@ -124,8 +138,10 @@ class Validation:
 
     @property
     def exit_code(self) -> int:
-        """0 when the planned wrapping matches eager and no eligible class failed; 1 otherwise."""
-        if self.plan.outcome.bad or any(c.disagreement is Disagreement.ANALYZER_BUG for c in self.classes):
+        """0 when the planned wrapping matches eager, no eligible class failed and no class replayed
+        wrong; 1 otherwise."""
+        failing = (Disagreement.ANALYZER_BUG, Disagreement.RUNTIME_BUG)
+        if self.plan.outcome.bad or any(c.disagreement in failing for c in self.classes):
             return 1
         return 0
 

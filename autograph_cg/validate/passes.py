@@ -285,6 +285,38 @@ def compare(got: Trace, want: Trace) -> Diff:
     return Diff(worst["outputs"], worst["grads"], bitwise)
 
 
+def dropin_differences(before: dict[str, list], after: dict[str, list]) -> tuple[str, ...]:
+    """What wrapping changed of the names code finds a model by (`Framework.names`), one line each."""
+    out = []
+    for what, old in before.items():
+        new = after.get(what, [])
+        if new != old:
+            gone = [x for x in old if x not in new][:2]
+            added = [x for x in new if x not in old][:2]
+            out.append(f"{what} changed (was {_few(gone)}, now {_few(added)})")
+    return tuple(out)
+
+
+def _few(items: list) -> str:
+    return ", ".join(map(str, items)) or "in another order"
+
+
+def presence_differences(fw: Framework, model: Any, got: Trace, want: Trace) -> tuple[str, ...]:
+    """Parameters that have a gradient in one run and none in the other, at the first step they do."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    params = fw.trainable(model)
+    for step, (mine, ref) in enumerate(zip(got.grads, want.grads)):
+        odd = [
+            f"{names.get(id(p), '?')} has {'a gradient' if r is not None else 'none'} eagerly, "
+            f"{'one' if m is not None else 'none'} wrapped"
+            for p, m, r in zip(params, mine, ref)
+            if (m is None) != (r is None)
+        ]
+        if odd:
+            return (f"gradient presence at training step {step + 1}: " + "; ".join(odd[:3]),)
+    return ()
+
+
 @dataclass(frozen=True)
 class RunStats:
     """The runtime's counters (`stats_of(layer)`: captures, replays, eager calls, ...) summed over the

@@ -27,9 +27,11 @@ from autograph_cg.validate.passes import (
     Path,
     class_picker,
     compare,
+    dropin_differences,
     graphed_share,
     layers,
     plan_picker,
+    presence_differences,
     qualname,
     run,
     run_stats,
@@ -140,10 +142,13 @@ def validate(
 
         def wrapped_pass(picker: Callable[[Births], Callable[[Path], bool]]) -> tuple[PassResult, tuple[int, int]]:
             subject, births = fresh()
+            before = fw.names(subject.model)
             call, wrappers = wrap_where(fw, subject.model, picker(births), wrap)
             share = graphed_share(fw, call)
+            changed = dropin_differences(before, fw.names(call)) if wrappers else ()
             trace = run(fw, subject, call, steps, seed, lr, follow=eager)
-            result = judge(run_stats(wrappers), compare(trace, eager), trace.error, settings.tolerance, noise)
+            changed += presence_differences(fw, subject.model, trace, eager)
+            result = judge(run_stats(wrappers), compare(trace, eager), trace.error, settings.tolerance, noise, changed)
             del subject, births, call, wrappers, trace
             gc.collect()
             return result, share

@@ -12,8 +12,8 @@ from autograph_cg.api import Options, analyze
 from autograph_cg.config import Config
 
 SPELLING = {
-    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "F": "paddle.nn.functional", "add": "add_sublayer", "sublayer": "sublayer"},
-    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "F": "torch.nn.functional", "add": "add_module", "sublayer": "module"},
+    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "List": "LayerList", "F": "paddle.nn.functional", "add": "add_sublayer", "sublayer": "sublayer"},
+    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "List": "ModuleList", "F": "torch.nn.functional", "add": "add_module", "sublayer": "module"},
 }
 
 CLEAN = """import {fw}
@@ -697,6 +697,259 @@ class Syncing({Layer}):
         {"nets.Net": "eligible", "nets.Syncing": "ineligible"},
     ),
     # a Sequential subclass without a forward of its own runs what it holds: what its constructor was given,
+    # a registry that is an object: a mapping class whose `__getitem__` builds the class stored under the key,
+    # run for each key looked up (a config value's default among them)
+    "mapping-class-registry": (
+        {"parts.py": CLEAN + """
+
+class Scaled({Layer}):
+    def __init__(self, factor=1):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+""", "m.py": """from collections import OrderedDict
+
+from {nn} import {Layer}
+
+from .parts import Clean, Scaled, Sync
+
+
+class ClassInstantier(OrderedDict):
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {{}})
+        return cls(**kwargs)
+
+
+ACT2FN = ClassInstantier({{"clean": Clean, "scaled": (Scaled, {{"factor": 2}}), "sync": Sync}})
+
+
+class Config:
+    def __init__(self, hidden_act="clean"):
+        self.hidden_act = hidden_act
+
+
+class Intermediate({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Model({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inter = Intermediate(Config())
+
+    def forward(self, x):
+        return self.inter(x)
+
+
+class Scaling({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = ACT2FN["scaled"]
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Synced({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = ACT2FN["sync"]
+
+    def forward(self, x):
+        return self.act(x)
+"""},
+        {"m.Intermediate": "eligible", "m.Model": "eligible", "m.Scaling": "eligible", "m.Synced": "ineligible"},
+    ),
+    # `self` in an inherited method is the class that runs it: its prefix, what its own methods make
+    "self-in-inherited-methods": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Base({Layer}):
+    prefix = "model"
+
+    def __init__(self):
+        super().__init__()
+        setattr(self, self.prefix, self.make())
+
+    def forward(self, x):
+        return getattr(self, self.prefix)(x)
+
+
+class GoodHead(Base):
+    prefix = "body"
+
+    def make(self):
+        return Clean()
+
+
+class BadHead(Base):
+    prefix = "trunk"
+
+    def make(self):
+        return Sync()
+"""},
+        {"m.GoodHead": "eligible", "m.BadHead": "ineligible"},
+    ),
+    # a setter nothing in the package calls does not blank what the constructor builds: conditional at most
+    "setters": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Embedder({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.wte = Clean()
+
+    def set_input_embeddings(self, new):
+        self.wte = new
+
+    def forward(self, x):
+        return self.wte(x)
+
+
+class Built({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.wte = Sync()
+
+    def set_input_embeddings(self, new):
+        self.wte = new
+
+    def forward(self, x):
+        return self.wte(x)
+"""},
+        {"m.Embedder": "conditional", "m.Built": "ineligible"},
+    ),
+    # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
+    # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
+    # tested branch blocks
+    "argument-guards": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}, Linear
+
+
+class Attention({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.q = Linear(4, 4)
+
+    def forward(self, x, mask=None, past_key_values=None, use_cache=False, **kwargs):
+        q = self.q(x)
+        if past_key_values is not None:
+            q = past_key_values.update(q, 0)
+        return q
+
+
+class Block({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None, use_cache=False, **kwargs):
+        return self.attn(x, past_key_values=past_key_values, use_cache=use_cache, **kwargs)
+
+
+class Positional({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, cache=None):
+        return self.attn(x, None, cache)
+
+
+class NoCache({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x):
+        return self.attn(x, past_key_values=None)
+
+
+class Rebound({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None):
+        past_key_values = past_key_values or []
+        return self.attn(x, past_key_values=past_key_values)
+
+
+class Flagged({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x, use_cache=False, past=None):
+        if use_cache and past is not None:
+            self.seen.append(x)
+        return x
+
+
+class Outside({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x, use_cache=False):
+        if use_cache:
+            x = x * 2
+        self.seen.append(x)
+        return x
+
+
+class Stack({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.blocks = {nn}.{List}([Block() for _ in range(2)])
+
+    def forward(self, x, past_key_values=None):
+        for block in self.blocks:
+            x = block(x, past_key_values)
+        return x
+"""},
+        {"m.Attention": "conditional", "m.Block": "conditional", "m.Positional": "conditional", "m.NoCache": "eligible",
+         "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional"},
+    ),
+    # a write through a local alias of an argument, or into a part of it, mutates what the caller keeps
+    "argument-alias-mutation": (
+        {"m.py": """from {nn} import {Layer}
+
+
+class Aliased({Layer}):
+    def forward(self, x, past: Cache):
+        cache = past.self_attention_cache
+        cache.update(x)
+        return x
+
+
+class PartWritten({Layer}):
+    def forward(self, x, past: Cache):
+        past.is_updated[0] = True
+        return x
+
+
+class Copied({Layer}):
+    def forward(self, x, past: Cache):
+        cache = dict(past.self_attention_cache)
+        cache.update(k=x)
+        return x
+"""},
+        {"m.Aliased": "ineligible", "m.PartWritten": "ineligible", "m.Copied": "eligible"},
+    ),
     # what it added (by keywords too) and the layers it assigns to itself
     "container-subclass-items": (
         {"parts.py": CLEAN, "seq.py": """from {nn} import Sequential
@@ -835,3 +1088,39 @@ def test_findings_under_a_default_off_condition_say_so_in_json_and_sarif(tmp_pat
     assert {r["properties"]["condition"] for r in results if r["ruleId"] == "AG101"} == set(conditions.values())
     explained = runner.invoke(main, ["explain", "conditional"]).stdout
     assert explained.startswith("# conditional") and "off by default" in explained
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path, framework: str) -> None:
+    files, _ = CASES["argument-guards"]
+    _write(tmp_path, framework, files)
+    verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
+    guards = {q.removeprefix("pkg.m."): v.guard for q, v in verdicts.items()}
+    assert guards["Attention"] == guards["Block"] == guards["Stack"] == (("past_key_values", "is None"),)
+    assert guards["Positional"] == (("cache", "is None"),)
+    assert guards["Flagged"] in ((("use_cache", "falsy"),), (("past", "is None"),))  # either keeps it out
+    assert guards["NoCache"] == guards["Rebound"] == guards["Outside"] == ()
+    block = verdicts["pkg.m.Block"]
+    assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]
+    assert "kept out by the guard `past_key_values is None`" in block.reasons[0].render()
+
+
+def test_a_finding_a_guard_keeps_out_says_which_in_json_and_sarif_and_explain_tells_of_guards(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from autograph_cg.cli import main
+
+    files, _ = CASES["argument-guards"]
+    _write(tmp_path, "torch", files)
+    runner = CliRunner()
+    report = json.loads(runner.invoke(main, ["lint", str(tmp_path / "pkg"), "--no-cache", "-q", "--format", "json"]).stdout)
+    guards = {f["function"]: f.get("guard") for f in report["findings"] if f["code"] == "AG403"}
+    assert guards["Attention.forward"] == {"past_key_values": "is None"} and guards["Outside.forward"] is None
+    sarif = json.loads(runner.invoke(main, ["lint", str(tmp_path / "pkg"), "--no-cache", "-q", "--format", "sarif"]).stdout)
+    by_function = {r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"]: r for r in sarif["runs"][0]["results"]}
+    assert by_function["Attention.forward"]["properties"]["guard"] == {"past_key_values": "is None"}
+    assert "properties" not in by_function["Outside.forward"]
+    explained = runner.invoke(main, ["explain", "conditional"]).stdout
+    assert "under a guard" in explained and 'guard={"past_key_values": "is None"}' in explained

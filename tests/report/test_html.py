@@ -134,3 +134,22 @@ def test_walk_visits_parents_before_children():
     tree = (TreeNode("a", "", False, False, None, (TreeNode("b", "y", False, False, None, (leaf,)),)),
             TreeNode("d", "", False, False))
     assert [n.qualname for n in html.walk(tree)] == ["a", "b", "c", "d"]
+
+
+def test_a_guard_is_shown_on_its_reasons_and_on_the_site_that_passes_it(analysis):
+    guard = (("past_key_values", "is None"),)
+    plan = analysis.plan
+    name = "paddle_lm.block.DecoderBlock"
+    verdict = plan.verdicts[name]
+    reason = dataclasses.replace(plan.verdicts["paddle_lm.model.DecoderLM"].reasons[0], guard=guard)
+    verdicts = {**plan.verdicts, name: dataclasses.replace(verdict, reasons=(reason,), guard=guard)}
+    sites = tuple(dataclasses.replace(s, guard=guard) if s.wrapped_class == name else s for s in plan.sites)
+    roots = tuple(_with_sites(root, {id(s): g for s, g in zip(plan.sites, sites)}) for root in plan.roots)
+    text = render(HandMade(analysis.findings, plan=dataclasses.replace(plan, verdicts=verdicts, sites=sites, roots=roots), files=analysis.files))
+    assert "kept out by the guard <code>past_key_values is None</code>" in text
+    assert "in a LayerList, under the guard <code>past_key_values is None</code>" in text
+
+
+def _with_sites(node: TreeNode, new: dict) -> TreeNode:
+    site = new.get(id(node.site), node.site)
+    return dataclasses.replace(node, site=site, children=tuple(_with_sites(c, new) for c in node.children))

@@ -75,6 +75,25 @@ def test_warmup_steps_from_pyproject(pkg: Path) -> None:
     assert "CUDAGraphedLayer(MLP(), num_warmup_steps=2)" in (pkg / "layers.py").read_text()
 
 
+def test_compile_flag_and_config(pkg: Path) -> None:
+    """--compile asks every new wrapper to compile its layer; the config key takes true or class patterns;
+    a compiled wrapper is rewrite's own shape: a second run changes nothing and undo takes it off."""
+    assert run("pkg", "--compile").exit_code == 0
+    assert "self.mlp = CUDAGraphedLayer(MLP(), compile=True)" in (pkg / "layers.py").read_text()
+    assert run("pkg", "--check").exit_code == 0
+    assert run("pkg", "--undo").exit_code == 0 and (pkg / "layers.py").read_text() == LAYERS
+    config = pkg.parent / "pyproject.toml"
+    config.write_text('[tool.autograph-cg]\ncompile = ["pkg.other.*"]\n')
+    assert run("pkg").exit_code == 0 and WRAPPED + "\n" in (pkg / "layers.py").read_text()
+    assert run("pkg", "--undo").exit_code == 0
+    config.write_text('[tool.autograph-cg]\ncompile = ["pkg.layers.MLP"]\nwarmup-steps = 1\n')
+    assert run("pkg").exit_code == 0
+    assert "CUDAGraphedLayer(MLP(), num_warmup_steps=1, compile=True)" in (pkg / "layers.py").read_text()
+    config.write_text("[tool.autograph-cg]\ncompile = 3\n")
+    result = run("pkg", "--undo")
+    assert result.exit_code == 2 and "compile must be true, false, or a list" in result.stderr
+
+
 def test_json_format(pkg: Path) -> None:
     result = run("pkg", "--check", "--format", "json")
     assert result.exit_code == 1
@@ -104,7 +123,12 @@ def test_read_only_file_is_skipped(pkg: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["pkg", "--undo", "--warmup-steps", "2"], ["pkg", "--warmup-steps", "-1"], ["missing_dir", "--check"]],
+    [
+        ["pkg", "--undo", "--warmup-steps", "2"],
+        ["pkg", "--undo", "--compile"],
+        ["pkg", "--warmup-steps", "-1"],
+        ["missing_dir", "--check"],
+    ],
 )
 def test_usage_errors_exit_2(pkg: Path, args: list[str]) -> None:
     result = run(*args)
@@ -117,3 +141,49 @@ def test_bad_warmup_steps_in_pyproject_is_a_usage_error(pkg: Path) -> None:
     result = run("pkg")
     assert result.exit_code == 2 and "warmup-steps" in result.stderr
     assert (pkg / "layers.py").read_text() == LAYERS
+
+
+GUARDED = """import paddle.nn as nn
+
+
+class Attention(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, past_key_values=None):
+        y = self.fc(x)
+        if past_key_values is not None:
+            y = past_key_values.update(y)
+        return y
+
+
+class Net(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.count = 0
+
+    def forward(self, x):
+        self.count += 1
+        return self.attn(x, self.count)
+"""
+
+
+def test_a_guarded_site_is_wrapped_with_its_guard_then_existing_and_a_stale_guard_is_updated(pkg: Path) -> None:
+    from autograph_cg.cli.plan import plan
+
+    layers = pkg / "layers.py"
+    layers.write_text(GUARDED)
+    wrapped = 'self.attn = CUDAGraphedLayer(Attention(), guard={"past_key_values": "is None"})'
+    assert run("pkg", "--min-kernels", "1").exit_code == 0
+    assert wrapped in layers.read_text()
+    assert run("pkg", "--min-kernels", "1", "--check").exit_code == 0  # wrapped with the right guard: existing
+    site = json.loads(CliRunner().invoke(plan, ["pkg", "--no-cache", "--min-kernels", "1", "--format", "json"]).stdout)["sites"][0]
+    assert (site["existing"], site["guard"]) == (True, {"past_key_values": "is None"})
+    layers.write_text(layers.read_text().replace('"is None"', '"falsy"'))
+    assert run("pkg", "--min-kernels", "1", "--check").exit_code == 1  # a stale guard is a pending change
+    assert run("pkg", "--min-kernels", "1").exit_code == 0
+    assert wrapped in layers.read_text()
+    assert run("pkg", "--undo").exit_code == 0
+    assert layers.read_text() == GUARDED

@@ -52,7 +52,7 @@ def test_check_equivalent_refuses_anything_else(new: bytes, wrappers: int, impor
 
 
 def test_a_faulty_transform_is_caught_before_anything_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    def drop_args(call: cst.Call, settings: object) -> cst.Call:
+    def drop_args(call: cst.Call, settings: object, guard: object = (), wrapped_class: str = "") -> cst.Call:
         return call.with_changes(args=())
 
     monkeypatch.setattr(transform, "build_wrapper", drop_args)

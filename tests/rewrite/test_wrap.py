@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -71,6 +72,37 @@ def test_settings_are_written_and_undo_recognises_them() -> None:
     src = HEAD + "m = MLP(1)\n"
     new = rewrite(src, {"MLP"}, WrapSettings(num_warmup_steps=3)).decode()
     assert "m = CUDAGraphedLayer(MLP(1), num_warmup_steps=3)\n" in new
+
+
+GUARD = (("past_key_values", "is None"), ("use_cache", "falsy"))
+
+
+def guarded(data: bytes, update: bool = False) -> list:
+    return [replace(site, guard=GUARD, update=update) for site in sites_for(data, {"MLP"})]
+
+
+def test_a_guard_is_written_as_the_runtimes_dict_argument_and_undo_takes_it_off() -> None:
+    data = (HEAD + "m = MLP(1)\n").encode()
+    new = rewrite_source(data, guarded(data), WrapSettings(num_warmup_steps=3)).new
+    assert b'm = CUDAGraphedLayer(MLP(1), num_warmup_steps=3, guard={"past_key_values": "is None", "use_cache": "falsy"})\n' in new
+    assert undo_source(new).new == data
+    assert rewrite_source(new, guarded(new)).new == new  # wrapped with this guard: existing
+
+
+def test_a_stale_guard_is_updated_other_settings_kept_and_undo_still_restores() -> None:
+    original = (HEAD + "m = MLP(1)\n").encode()
+    stale = (HEAD_NEW + 'm = CUDAGraphedLayer(MLP(1), num_warmup_steps=2, guard={"x": "truthy"})\n').encode()
+    edit = rewrite_source(stale, guarded(stale, update=True))
+    assert edit.changed == 1
+    assert b'm = CUDAGraphedLayer(MLP(1), num_warmup_steps=2, guard={"past_key_values": "is None", "use_cache": "falsy"})\n' in edit.new
+    assert undo_source(edit.new).new == undo_source(stale).new == original
+    dropped = rewrite_source(stale, [replace(s, update=True) for s in sites_for(stale, {"MLP"})]).new  # no guard now
+    assert b"m = CUDAGraphedLayer(MLP(1), num_warmup_steps=2)\n" in dropped
+
+
+def test_a_guard_that_is_no_literal_of_tests_is_not_ours_and_undo_keeps_it() -> None:
+    src = HEAD_NEW + 'm = CUDAGraphedLayer(MLP(1), guard={"x": "is empty"})\nn = CUDAGraphedLayer(MLP(2), guard=GUARD)\n'
+    assert undo_source(src.encode()).new == src.encode()
 
 
 def test_a_wrapper_with_unknown_keywords_is_not_ours_and_undo_keeps_it() -> None:

@@ -67,6 +67,12 @@ class Harness:
     def state_dict(self, model: Any) -> dict:
         return model.state_dict()
 
+    def ops(self) -> Any:
+        """The runtime's operations of this framework."""
+        import importlib
+
+        return importlib.import_module(f"autograph_cg.runtime.{self.name}_adapter").ADAPTER.ops
+
 
 class TorchHarness(Harness):
     name = "torch"

@@ -200,6 +200,20 @@ def define(framework: str) -> SimpleNamespace:
             self.calls += 1
             return self.fc(x) * float(self.calls)
 
+    class Cached(base):
+        """An attention-like layer that appends to a cache its caller may pass: pure without one."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+
+        def forward(self, x: Any, cache: Any = None, use_cache: bool = False) -> Any:
+            h = self.fc(x)
+            if cache is not None and use_cache:
+                cache.append(h)
+                h = h + len(cache)
+            return h
+
     class Tower(base):
         """Blocks in a container, each with sublayers of its own, and a head."""
 
@@ -219,7 +233,7 @@ def define(framework: str) -> SimpleNamespace:
             c.__name__: c
             for c in (
                 MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
-                Branches, Positions, Counter, Tower,
+                Branches, Positions, Counter, Cached, Tower,
             )
         }
     )

@@ -33,6 +33,9 @@ D, BATCH, STEPS = 8, 4, 6
 CASES: dict[str, dict[str, Any]] = {
     "DDP, blocks": {"place": "blocks"},
     "DDP, blocks, find_unused_parameters": {"place": "blocks", "ddp": {"find_unused_parameters": True}, "spare": True},
+    "DDP, blocks, an output the loss does not use": {
+        "place": "blocks", "ddp": {"find_unused_parameters": True}, "spare": "output"
+    },
     "DDP, blocks, static_graph": {"place": "blocks", "ddp": {"static_graph": True}},
     "DDP, blocks, no_sync accumulation": {"place": "blocks", "accumulate": 2},
     "DDP, blocks, zero_grad(set_to_none=False)": {"place": "blocks", "set_to_none": False},
@@ -60,13 +63,25 @@ def cases(device: str, engines: str | None = None) -> list[str]:
 
 
 class Block(nn.Module):
-    def __init__(self, d: int, spare: bool) -> None:
+    def __init__(self, d: int, spare: bool | str) -> None:
         super().__init__()
         self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
         self.spare = nn.Linear(d, d) if spare else None
+        self.aside = spare == "output"
+
+    def forward(self, x: torch.Tensor) -> Any:
+        h = self.fc2(nn.functional.gelu(self.fc1(x)))
+        return (h, self.spare(x)) if self.aside else h
+
+
+class Stack(nn.Sequential):
+    """Blocks in a row; a block's second output (an aside the loss never uses) is dropped."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(nn.functional.gelu(self.fc1(x)))
+        for block in self:
+            x = block(x)
+            x = x[0] if isinstance(x, tuple) else x
+        return x
 
 
 def _engine(engine: str, model: nn.Module, case: dict, device: torch.device) -> nn.Module:
@@ -123,10 +138,10 @@ def train(name: str, case: dict, wrapped: bool, rank: int, device: torch.device)
     blocks = [Block(D, case.get("spare", False)) for _ in range(4 if pipelined else 3)]
     if pipelined:
         blocks = blocks[2 * rank : 2 * rank + 2]
-    model: nn.Module = nn.Sequential(*blocks).to(device)
+    model: nn.Module = Stack(*blocks).to(device)
     place = case["place"] if wrapped else None
     if place == "blocks":
-        model = nn.Sequential(*[wrap(b, i) for i, b in enumerate(model)])
+        model = Stack(*[wrap(b, i) for i, b in enumerate(model)])
     elif place == "whole":
         model = wrap(model)
     if pipelined:
@@ -144,18 +159,19 @@ def train(name: str, case: dict, wrapped: bool, rank: int, device: torch.device)
     # Data parallelism: each rank its own data; the other engines share it.
     gen = torch.Generator().manual_seed(1000 + rank if engine == "ddp" else 1000)
     accumulate = case.get("accumulate", 1)
-    snapshots = []
+    snapshots, presence = [], []
     for _ in range(STEPS):
         for micro in range(accumulate):
             x, target = (torch.randn(BATCH, D, generator=gen).to(device) for _ in range(2))
             with nullcontext() if micro == accumulate - 1 else top.no_sync():
                 step(x, target)
+        presence.append(tuple(p.grad is None for p in top.parameters()))
         opt.step()
         opt.zero_grad(set_to_none=case.get("set_to_none", True))
         local = [p.to_local() if hasattr(p, "to_local") else p for p in top.parameters()]  # a DTensor's shard
         snapshots.append(torch.cat([p.detach().flatten() for p in local]).cpu().numpy())
     stats = [s for s in layer_stats() if s["name"].startswith(f"{name}/")]
-    return snapshots, stats
+    return snapshots, stats, presence
 
 
 def main(rank: int, world: int, port: str, out: str) -> None:
@@ -169,9 +185,9 @@ def main(rank: int, world: int, port: str, out: str) -> None:
     try:
         for name in cases(device.type, os.environ.get("AUTOGRAPH_CG_TEST_ENGINES")):
             print(f"rank {rank}: {name}", flush=True)
-            eager, _ = train(name, CASES[name], False, rank, device)
-            graphed, stats = train(name, CASES[name], True, rank, device)
-            results[name] = {"eager": eager, "wrapped": graphed, "stats": stats}
+            eager, _, eager_presence = train(name, CASES[name], False, rank, device)
+            graphed, stats, presence = train(name, CASES[name], True, rank, device)
+            results[name] = {"eager": eager, "wrapped": graphed, "stats": stats, "presence": (presence, eager_presence)}
     finally:
         dist.destroy_process_group()
     with open(out, "wb") as fh:

@@ -73,6 +73,9 @@ def assert_wrapped_matches_eager(results: list[dict], name: str, case: dict, ato
             assert np.allclose(got, want, atol=atol, rtol=0), (
                 f"rank {rank}, step {step}: wrapped differs from eager by {np.abs(got - want).max():.3g}"
             )
+        if "presence" in r:  # which parameters had no gradient before each step: eager's
+            wrapped_none, eager_none = r["presence"]
+            assert wrapped_none == eager_none, f"rank {rank}: gradient presence differs from eager"
         stats = r["stats"]
         assert stats, f"rank {rank}: no wrapped layer"
         for s in stats:

@@ -19,13 +19,17 @@ def compiled(fw, module):
     return torch.compile(module, backend="inductor" if fw.device == "cuda" else "aot_eager")
 
 
-@pytest.mark.parametrize("where", ["outside", "inside"])
+@pytest.mark.parametrize("where", ["outside", "inside", "option"])
 def test_a_compiled_module_captures_and_trains_like_eager(torch_fw, where):
     fw = torch_fw
     ref = fw.container([fw.build("MLP", D), fw.build("MLP", D)])
     twin = fw.twin(ref)
     if where == "outside":  # CUDAGraphedLayer(torch.compile(model))
         wrapped = fw.wrap(compiled(fw, twin), num_warmup_steps=1)
+    elif where == "option":  # CUDAGraphedLayer(model, compile=...): what rewrite writes when asked to compile
+        backend = "inductor" if fw.device == "cuda" else "aot_eager"
+        wrapped = fw.wrap(twin, num_warmup_steps=1, compile={"backend": backend})
+        assert wrapped is twin and list(fw.state_dict(wrapped)) == list(fw.state_dict(ref))
     else:  # a compiled block inside the wrapped model
         twin[1] = compiled(fw, twin[1])
         wrapped = fw.wrap(twin, num_warmup_steps=1)
@@ -65,3 +69,27 @@ def test_a_second_backward_through_a_compiled_capture(torch_fw):
         fw.backward(loss)
     assert_all_close(fw.param_grads(wrapped), fw.param_grads(ref), 1e-4, "param grads")
     assert stats_of(wrapped)["disabled_reason"] is None
+
+
+def test_a_compiler_that_fails_leaves_the_layer_graphed_uncompiled(torch_fw):
+    """compiled and graphed -> graphed -> eager: a compiler that cannot run falls back to the plain
+    forward with the reason, and the layer still captures."""
+    fw = torch_fw
+    ref = fw.build("MLP", D)
+
+    def broken(gm, example_inputs):
+        raise RuntimeError("this backend compiles nothing")
+
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, compile={"backend": broken})
+    for step in range(3):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            y = model(fw.tensor(x, True))
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y)] + fw.param_grads(model))
+            model.zero_grad(set_to_none=True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+    stats = stats_of(wrapped)
+    assert stats["disabled_reason"] is None and stats["captures"] == 1
+    assert any("compiling failed" in reason and "uncompiled" in reason for reason in stats["fallbacks"])

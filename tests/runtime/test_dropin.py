@@ -344,3 +344,101 @@ def test_backwards_that_ask_for_some_gradients_get_eagers(torch_fw):
             got.append([fw.numpy(g) for g in grads] + [fw.numpy(xt2.grad)])
         assert_all_close(got[0], got[1], fw.atol, f"step {step}")
     assert stats_of(wrapped)["forward_replays"] == 9 and stats_of(wrapped)["disabled_reason"] is None
+
+
+def _traced_pair(torch_fw):
+    """A model with a wrapped block and its unwrapped twin."""
+    fw = torch_fw
+    ref = fw.place(PickledTower())
+    model = fw.twin(ref)
+    fw.wrap(model.blocks[0], num_warmup_steps=1)
+    return fw, ref, model
+
+
+def test_tracers_and_exporters_see_the_original_layers(torch_fw):
+    """torch.fx, TorchScript, torch.export and torch.compile of the whole model trace the original
+    forward of a wrapped block: the same graph, the same numbers, no graph break."""
+    import torch
+
+    fw, ref, model = _traced_pair(torch_fw)
+    x = torch.randn(B, D, device=fw.device)
+    assert torch.fx.symbolic_trace(model).code == torch.fx.symbolic_trace(ref).code
+    scripted = torch.jit.script(model)
+    assert torch.allclose(scripted(x), ref(x), atol=1e-6)
+
+    def ops(m):
+        return [n.kind() for n in m.inlined_graph.nodes()]
+
+    assert ops(scripted) == ops(torch.jit.script(ref))
+    exported = torch.export.export(model, (x,))
+    assert str(exported.graph) == str(torch.export.export(ref, (x,)).graph)
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    assert torch.allclose(compiled(x), ref(x), atol=1e-6)
+    assert stats_of(model.blocks[0])["warmup_calls"] + stats_of(model.blocks[0])["forward_replays"] == 0
+
+
+def test_paddle_to_static_sees_the_original_layers():
+    """paddle.jit.to_static of a model with a wrapped sublayer gives the model's numbers, by the
+    bytecode translator and by the AST one (full_graph)."""
+    paddle = pytest.importorskip("paddle")
+    from tests.runtime.harness import PaddleHarness
+
+    fw = PaddleHarness()
+    ref = fw.build("Tower", D)
+    model = fw.twin(ref)
+    fw.wrap(model.blocks[0], num_warmup_steps=1)
+    x = fw.tensor(randn(B, D))
+    want = fw.numpy(ref(x))
+    for full_graph in (False, True):
+        static = paddle.jit.to_static(model, full_graph=full_graph)
+        assert close(fw.numpy(static(x)), want, fw.atol), full_graph
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_activation_checkpointing_of_a_wrapped_layer_trains_like_eager(torch_fw, reentrant):
+    """torch.utils.checkpoint around a wrapped layer, as a library's gradient-checkpointing switch
+    does: reentrant, the graphs serve both the forward and the recomputation; without reentry its
+    saved-tensor hooks would pack the graph's memory, so the layer runs eagerly, with the reason."""
+    from torch.utils.checkpoint import checkpoint
+
+    fw = torch_fw
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            xt = fw.tensor(x, True)
+            y = checkpoint(model, xt, use_reentrant=reentrant)
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y), fw.grad(xt)] + fw.param_grads(model))
+            model.zero_grad(set_to_none=True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+    stats = stats_of(wrapped)
+    assert stats["disabled_reason"] is None
+    if reentrant:
+        assert stats["captures"] == 2 and stats["backward_replays"] == 3  # no-grad forward, and the recomputation
+    else:
+        assert stats["captures"] == 0 and list(stats["fallbacks"]) == ["saved-tensor hooks are active (checkpointing or offloading)"]
+
+
+def test_paddle_recompute_of_a_wrapped_layer_trains_like_eager():
+    pytest.importorskip("paddle")
+    from paddle.distributed.fleet.utils import recompute
+
+    from tests.runtime.harness import PaddleHarness
+
+    fw = PaddleHarness()
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            xt = fw.tensor(x, True)
+            y = recompute(model, xt)
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y), fw.grad(xt)] + fw.param_grads(model))
+            fw.clear_grads(model, True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+    assert stats_of(wrapped)["captures"] == 2 and stats_of(wrapped)["disabled_reason"] is None

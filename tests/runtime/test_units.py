@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 import pytest
 
-from autograph_cg.runtime import standin
+from autograph_cg.runtime import standin, verify
 from autograph_cg.runtime.pools import PoolLedger
 from autograph_cg.runtime.keys import GraphKey, explain_miss
 from autograph_cg.runtime.tree import Tree, UnsupportedArgument, unflatten
@@ -131,3 +131,25 @@ def test_stand_in_replays_into_the_captured_outputs():
     graph.replay()
     assert out.tolist() == [10.0, 14.0]  # same buffer, new values: what a held output would see
     assert graph.live_outputs[0] is not out
+
+
+def test_gaps_between_a_graph_and_eager(cpu_fw):
+    """How the first-replay check measures a difference: a NaN on either side is a difference (eager's
+    NaN is eager's to give: the layer then runs eagerly), integers differ or not, shapes must match."""
+    import math
+
+    fw = cpu_fw
+    ops = fw.ops()
+    nan = float("nan")
+    pairs = [
+        (fw.tensor(np.array([1.0, 2.0, 3.0], "float32")), fw.tensor(np.array([1.5, 2.0, -4.0], "float32"))),
+        (fw.tensor(np.array([1.0, nan], "float32")), fw.tensor(np.array([1.0, 2.0], "float32"))),
+        (fw.ints(np.array([1, 2])), fw.ints(np.array([1, 3]))),
+        (fw.ints(np.array([1, 2])), fw.ints(np.array([1, 2]))),
+        (fw.tensor(np.zeros(2, "float32")), fw.tensor(np.zeros(3, "float32"))),
+    ]
+    rows = ops.to_host([ops.gap(a, b) for a, b in pairs])
+    assert rows[0] == pytest.approx((7.0, 4.0))
+    assert math.isnan(rows[1][0]) and math.isinf(verify._relative(rows[:2])[1])
+    assert rows[2][0] > 0 and rows[3][0] == 0
+    assert math.isinf(rows[4][0])

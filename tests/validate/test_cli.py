@@ -142,6 +142,7 @@ def make_jittery():
 
 def make_broken():
     return Broken(), (torch.randn(2, 8),)
+
 '''
 
 
@@ -158,17 +159,39 @@ def test_an_eligible_class_that_fails_is_an_analyzer_bug(tiny: str) -> None:
         "tiny_layers.Net": ("ineligible", "failed", None),
         "tiny_layers.Good": ("eligible", "captured", None),
         "tiny_layers.Counter": ("ineligible", "captured", "missed opportunity"),
-        "tiny_layers.Scaled": ("ineligible", "mismatch", None),
+        "tiny_layers.Scaled": ("ineligible", "failed", None),
         "tiny_layers.Gated": ("eligible", "failed", "analyzer bug"),
     }
     gated = next(c for c in data["classes"] if c["class"] == "tiny_layers.Gated")
     assert "Tensor.__bool__" in gated["detail"]
+    # Its graph keeps the count it was captured with: the runtime's first-replay check finds that and
+    # runs it eagerly, with eager's numbers.
     scaled = next(c for c in data["classes"] if c["class"] == "tiny_layers.Scaled")
-    assert scaled["max_rel_diff"]["outputs"] > 0.1 and not scaled["bitwise"]
+    assert "first replay differs from eager" in scaled["detail"]
     # The plan wraps Good and Gated; Gated's capture fails, so it runs eagerly and the numbers still match.
     assert (data["plan"]["runtime"]["wrapped"], data["plan"]["outcome"]) == (2, "failed")
     assert data["plan"]["max_rel_diff"] == {"outputs": 0.0, "grads": 0.0}
     assert data["exit_code"] == 1
+
+
+def test_a_class_that_replays_wrong_is_a_runtime_bug_whatever_its_verdict(tiny: str, monkeypatch) -> None:
+    """A runtime that replays right once, at its check, and then hands out stale outputs (simulated:
+    graphs replay only once) is caught by validate, whatever the class's verdict, and the run fails."""
+    from autograph_cg.runtime import standin
+
+    replay = standin.StandInGraph.replay
+
+    def once(self) -> None:
+        if not getattr(self, "replayed", False):
+            self.replayed = True
+            replay(self)
+
+    monkeypatch.setattr(standin.StandInGraph, "replay", once)
+    code, data = report("tiny_layers:make_gated", "--path", tiny)
+    good = next(c for c in data["classes"] if c["class"] == "tiny_layers.Good")
+    assert (good["verdict"], good["outcome"], good["disagreement"]) == ("eligible", "mismatch", "runtime bug")
+    assert any(d["class"] == "tiny_layers.Good" and d["kind"] == "runtime bug" for d in data["disagreements"])
+    assert code == 1 and data["exit_code"] == 1
 
 
 def test_clean_model_exits_zero_and_lists_the_missed_opportunity(tiny: str) -> None:

@@ -14,7 +14,18 @@ from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.findings import Span
 from autograph_cg.validate.births import inside, recording
 from autograph_cg.validate.outcome import Outcome, judge
-from autograph_cg.validate.passes import Diff, RunStats, Trace, compare, plan_picker, qualname, wrap_where
+from autograph_cg.validate.frameworks import framework_of
+from autograph_cg.validate.passes import (
+    Diff,
+    RunStats,
+    Trace,
+    compare,
+    dropin_differences,
+    plan_picker,
+    presence_differences,
+    qualname,
+    wrap_where,
+)
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -244,3 +255,24 @@ def test_a_wrapped_run_may_differ_by_a_few_times_eager_own_noise_and_no_more() -
     assert diff.within(1e-3, Diff(0.0, 6e-4, False))  # 4x eager's own difference
     assert not diff.within(1e-3, Diff(0.0, 4e-4, False))
     assert not diff.within(1e-3, Diff(math.inf, math.inf, False))  # a second eager run that broke tells nothing
+
+
+def test_a_drop_in_difference_is_a_failure_of_its_own():
+    """Names, keys and classes that wrapping changed, and gradients present in one run only, are
+    reported as such: they break code that holds the model even when the numbers match."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    fw = framework_of(model)
+    before = fw.names(model)
+    assert dropin_differences(before, fw.names(model)) == ()
+    renamed = nn.Sequential()
+    renamed.add_module("0", model[0])
+    renamed.add_module("layer", model[1])  # a wrapper's prefix
+    (line, *_) = dropin_differences(before, fw.names(renamed))
+    assert line.startswith("parameter names changed (was 1.weight, 1.bias, now layer.weight, layer.bias)")
+    g = np.ones(2)
+    eager = Trace(grads=[[g, g, g, None]])
+    wrapped = Trace(grads=[[g, g, g, np.zeros(2)]])  # a zero where eager left None
+    (text,) = presence_differences(fw, model, wrapped, eager)
+    assert text == "gradient presence at training step 1: 1.bias has none eagerly, one wrapped"
+    result = judge(RunStats(wrapped=1, counts={"captures": 1}), Diff(0.0, 0.0, True), None, 1e-4, None, (text,))
+    assert result.outcome is Outcome.DROPIN and result.outcome.bad

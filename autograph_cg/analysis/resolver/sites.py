@@ -13,7 +13,10 @@ from typing import Any, Iterator, Protocol
 from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr, ScopeSummary
 
-Ctx = tuple[str, str, Any]  # (module, scope name, call site the scope runs for, or None for any)
+#: (module, scope name, what the scope runs for): None for any run; (call id, the caller's Ctx, implicit parameters)
+#: for one call; ("in", the enclosing function's Ctx) for a closure walked in one of its runs; ("self", class) for a
+#: method inherited by `class`, running on an instance of it (any call)
+Ctx = tuple[str, str, Any]
 Site = tuple[Expr, Ctx, int]  # the call, where it sits, how many leading parameters it binds implicitly
 SITE_DEPTH = 2  # how many calls deep a function is solved for its call site (its return value, its verdict)
 
@@ -21,7 +24,7 @@ SITE_DEPTH = 2  # how many calls deep a function is solved for its call site (it
 def site_depth(ctx: Ctx | None) -> int:
     """How many calls deep `ctx` runs for one call site (a closure's run counts as one)."""
     depth = 0
-    while ctx is not None and ctx[2] is not None:
+    while ctx is not None and ctx[2] is not None and ctx[2][0] != "self":
         depth += 1
         ctx = ctx[2][1]
     return depth

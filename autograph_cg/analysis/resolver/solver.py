@@ -20,8 +20,8 @@ from typing import Any
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
-from autograph_cg.analysis.resolver.summarize import PASS_THROUGH
-from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary
+from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
+from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
 from autograph_cg.analysis.resolver.values import (
     EMPTY,
     HOST,
@@ -78,6 +78,7 @@ class Solver:
         self._globals: dict[str, set[str]] = {}
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._top: set[str] | None = None
+        self._getitem_calls: dict[Expr, Expr] = {}  # `table[key]` -> the `__getitem__` call it makes (kept: its id is a context's)
 
     def _roots(self) -> set[str]:
         """The package's top-level names: a name under them that is not found is unknown, not outside code."""
@@ -286,6 +287,8 @@ class Solver:
             return self._instance_attribute(key[1], key[2])
         if tag == "mapping":
             return self._mapping_items(key[1])
+        if tag == "dynamic":
+            return self._dynamic(key[1], key[2])
         if tag == "global":
             return self._global(key[1])
         if tag == "expr":
@@ -365,6 +368,8 @@ class Solver:
             if summary is None:
                 break
             if name in summary.locals or name in summary.params or name in (summary.vararg, summary.kwarg):
+                if site is not None and site[0] == "self" and name not in summary.locals and name != summary.self_name:
+                    site = None  # a parameter of an inherited method is the same whatever class it runs for
                 return self._node(("var", (module, scope_name, site), name))
             if summary.parent is None:
                 break
@@ -449,8 +454,9 @@ class Solver:
         if site is not None and site[0] == "in":  # a closure's own parameters: the calls made in the run of the
             run_in, site = site[1], None  # enclosing function it was walked in are solved for that run
         if name == summary.self_name:
-            owner = owner_class(module, summary.name, self.package)
-            return frozenset({("I", owner)}) if owner else unknown("self outside a class")
+            return self._self(ctx)
+        if site is not None and site[0] == "self":  # an inherited method's other parameters: as for any call
+            site = None
         outer: Ctx = (module, summary.parent or MODULE_SCOPE, None)
         default = summary.defaults.get(name)
         forward = summary.method == "method" and summary.name.rsplit(".", 1)[-1].startswith("forward")
@@ -536,21 +542,16 @@ class Solver:
         if tag == "c":
             return frozenset({("C", expr[1])})
         if tag == "s":
-            owner = owner_class(ctx[0], ctx[1], self.package)
-            return self._node(("attr", owner, expr[1])) if owner else unknown("self outside a class")
+            return union(self._node(("attr", a[1], expr[1])) if a[0] == "I" else frozenset({a}) for a in self._self(ctx))
         if tag == "call":
             return self._call(expr, ctx)
         if tag == "a":
             return self._attribute_of(self._eval(expr[1], ctx), expr[2])
         if tag == "i":
             base = self._eval(expr[1], ctx)
-            if len(expr) > 2:  # `table[name]`: when the name is known strings, only what they index
-                keys = self._eval(expr[2], ctx)
-                if keys and all(a[0] == "C" and isinstance(a[1], str) for a in keys):
-                    return union(self._items(base, a[1]) for a in keys)
-            return self._items(base)
-        if tag == "key":
-            return self._items(self._eval(expr[1], ctx), expr[2])
+            return self._index(base, expr, ctx) if len(expr) > 2 else self._items(base)
+        if tag == "key":  # `table["gelu"]`: the subscript by a literal
+            return self._index(self._eval(expr[1], ctx), ("i", expr[1], ("c", expr[2])), ctx)
         if tag == "u":
             return union(self._eval(e, ctx) for e in expr[1])
         if tag == "l":
@@ -571,8 +572,7 @@ class Solver:
         if tag == "h":
             return HOST
         if tag == "self":
-            owner = owner_class(ctx[0], ctx[1], self.package)
-            return frozenset({("I", owner)}) if owner else unknown("self outside a class")
+            return self._self(ctx)
         if tag == "fn":
             return frozenset({("G", f"{ctx[0]}.{expr[1]}")})
         if tag == "not":
@@ -591,9 +591,39 @@ class Solver:
             return self._eval(expr[3], ctx) if runs else EMPTY
         if tag == "*":
             return self._items(self._eval(expr[1], ctx))
+        if tag == "named":  # `setattr(self, name, value)`: the value
+            return self._eval(expr[2], ctx)
         if tag == "?":
             return frozenset({expr})
         return unknown(f"an expression the resolver does not read ({tag})")
+
+    def _self(self, ctx: Ctx) -> Value:
+        """What `self` is in method scope `ctx`: the concrete class an inherited method runs for (`("self", cls)`),
+        else the method's own class."""
+        owner = owner_class(ctx[0], ctx[1], self.package)
+        if owner is None:
+            return unknown("self outside a class")
+        site = ctx[2]
+        return frozenset({("I", site[1] if site is not None and site[0] == "self" else owner)})
+
+    def _index(self, base: Value, expr: Expr, ctx: Ctx) -> Value:
+        """`table[key]`: an object of a package class with a `__getitem__` runs it for this key (`ACT2FN[config.hidden_act]`,
+        a mapping class that builds the class it holds under the key); a dict indexed by known strings gives only what
+        they index; anything else what it holds."""
+        assert self._sites is not None
+        out: set[Atom] = set()
+        rest: set[Atom] = set()
+        for atom in base:
+            owner = self._sites.method_owner(atom[1], "__getitem__") if atom[0] == "I" and atom[1] in self.package.classes else None
+            if owner is None:
+                rest.add(atom)
+                continue
+            call = self._getitem_calls.setdefault(expr, ("call", ("a", expr[1], "__getitem__"), (expr[2],), ()))
+            out |= self._returns((self.package.classes[owner][0].module, f"{self.package.classes[owner][1].name}.__getitem__"), call, ctx)
+        keys = self._eval(expr[2], ctx)
+        if keys and all(a[0] == "C" and isinstance(a[1], str) for a in keys):
+            return frozenset(out) | union(self._items(frozenset(rest), a[1]) for a in keys)
+        return frozenset(out) | self._items(frozenset(rest))
 
     def _super(self, attr: str, ctx: Ctx) -> Value:
         """`super().attr`: the next definition in the MRO, or the mapping a dict subclass was built with."""
@@ -665,12 +695,12 @@ class Solver:
             written: list[Value] = []
             for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
                 summary = self.scope(module.module, f"{facts.name}.{method}")
-                if summary is None or attr not in summary.self_attrs:
+                if summary is None or not self._builds(owner, method):
                     continue
-                if self.defaults and method != "__init__" and not self._called_from_init(owner, method):
-                    continue
-                ctx = (module.module, summary.name, None)
-                written.extend(self._eval(expr, ctx) for expr in summary.self_attrs[attr])
+                ctx = (module.module, summary.name, ("self", cls) if owner != cls else None)  # run for this class
+                shared = (module.module, summary.name, None)  # what reads no self is the same for every class
+                written.extend(self._eval(e, ctx if reads_self(e, summary) else shared) for e in summary.self_attrs.get(attr, ()))
+                written.extend(self._eval(e, ctx) for e in self._named(summary, attr, ctx, known=True))
             if written:
                 return union(written)
             if defines(facts, attr):
@@ -690,8 +720,41 @@ class Solver:
             if not dynamic or any(a[0] != "?" for a in known):  # what the framework class gives, when it knows
                 return known
         if dynamic:  # `setattr(self, key, value)`, `add_module(*pair)` under computed names
-            return self._node(("attr", cls, DYNAMIC))
+            return self._node(("dynamic", cls, attr))
         return EMPTY  # set nowhere: reading it would raise, so no value flows from here
+
+    def _builds(self, owner: str, method: str) -> bool:
+        """Whether what `method` of `owner` assigns on self counts here. A setter (`set_input_embeddings(new)`, a
+        method neither `__init__` nor called from it) changes the build only when called: the default build, which
+        the defaults and configured solvers answer, is what construction makes."""
+        return method == "__init__" or (not self.defaults and self.branches is None) or self._called_from_init(owner, method)
+
+    def _dynamic(self, cls: str, attr: str) -> Value:
+        """What `setattr(self, name, value)` under computed names may set `attr` to: each name solved for `cls` (an
+        inherited `setattr(self, self.base_model_prefix, ...)` sets the prefix of the class it runs for), a write
+        whose names are known strings other than `attr` left out."""
+        parts: list[Value] = []
+        for owner in self.package.mro(cls):
+            module, facts = self.package.classes[owner]
+            for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
+                summary = self.scope(module.module, f"{facts.name}.{method}")
+                if summary is None or DYNAMIC not in summary.self_attrs or not self._builds(owner, method):
+                    continue
+                ctx = (module.module, summary.name, ("self", cls) if owner != cls else None)
+                parts.extend(self._node(("expr", e, ctx)) for e in self._named(summary, attr, ctx, known=False))  # shared
+        return union(parts)
+
+    def _named(self, summary: ScopeSummary, attr: str, ctx: Ctx, known: bool) -> list[Expr]:
+        """The writes under computed names of a method that may set `attr`: with `known`, those whose names are
+        solved to strings, `attr` among them (they count as that method's writes of `attr`); without, the others
+        that may (`add_module(*pair)`, names that cannot be told: what an attribute no code names may hold)."""
+        found = []
+        for expr in summary.self_attrs.get(DYNAMIC, ()):
+            names = self._node(("expr", expr[1], ctx)) if expr[0] == "named" else EMPTY  # solved once for every attribute
+            solved = bool(names) and all(a[0] == "C" for a in names)
+            if solved == known and (not solved or ("C", attr) in names):
+                found.append(expr)
+        return found
 
     def _inherited(self, cls: str, method: str) -> bool:
         """Whether `cls` gets `method` from outside the package (no class of its MRO here defines it)."""
@@ -735,14 +798,17 @@ class Solver:
         return any(b.rsplit(".", 1)[-1] in _MAPPING_BASES for b in self._external_bases(cls))
 
     def _mapping_items(self, cls: str) -> Value:
-        """What a dict-like package class holds: the items given to its constructor anywhere."""
-        parts: list[Value] = []
+        """What a dict-like package class holds, as one dict: what its constructor was given anywhere, under their keys
+        where they are known (`ClassInstantier(ACT2CLS)`)."""
+        pairs: set[tuple[Any, Atom]] = set()
         for call, ctx, _ in self._sites_of(cls):
             for arg in call[2]:
-                parts.append(self._items(self._eval(arg[1] if arg[0] == "*" else arg, ctx)))
+                for atom in self._eval(arg[1] if arg[0] == "*" else arg, ctx):
+                    pairs |= atom[1] if atom[0] == "K" else {(None, a) for a in self._items(frozenset({atom}))}
             for key, value in call[3]:
-                parts.append(self._eval(value, ctx) if key is not None else self._items(self._eval(value, ctx)))
-        return union(parts)
+                atoms = self._eval(value, ctx)
+                pairs |= {(key, a) for a in atoms} if key is not None else {p for a in atoms if a[0] == "K" for p in a[1]}
+        return frozenset({mapping(pairs)})
 
     def _items(self, value: Value, key: str | None = None) -> Value:
         """What iterating or indexing `value` gives; `key`: a literal dict key, so only what is stored under it."""
@@ -758,7 +824,7 @@ class Solver:
             elif kind in ("G", "I"):  # containers nest one level here: an object met one unpacking early is itself
                 out.add(atom)
             elif kind == "mapping-of":
-                out |= self._node(("mapping", atom[1]))
+                out |= self._items(self._node(("mapping", atom[1])), key)
             elif kind in ("C", "H"):
                 out.add(("H",))
             elif kind in ("T", "?"):
@@ -811,6 +877,8 @@ class Solver:
                 out |= self._string_method(atom[1], atom[2], expr, ctx)
             elif kind == "returns-self":
                 out.add(atom[1])
+            elif kind == "mapping-of":  # `super().__getitem__(key)` of a dict subclass: what it was built with
+                out |= union(self._container_method(d, atom[2], expr, ctx) for d in self._node(("mapping", atom[1])))
             elif kind in ("T",) or (kind == "I" and atom[1] in package.classes):
                 out.add(("T",))  # calling a layer: its forward's output
         return frozenset(out)
@@ -880,15 +948,14 @@ class Solver:
         first = EMPTY if not args else self._eval(args[0][1], ctx) if args[0][0] == "*" else self._eval(args[0], ctx)
         if qual == "typing.cast":
             return self._eval(args[1], ctx) if len(args) > 1 else first
-        if qual in ("functools.partial", "copy.deepcopy", "copy.copy", "builtins.iter", "dataclasses.replace"):
+        if qual in ("functools.partial", "copy.deepcopy", "copy.copy", "builtins.iter", "dataclasses.replace", RUNTIME_WRAPPER):
             return first
         if qual == "builtins.next":
             return self._items(first)
         if qual == "builtins.getattr":
-            name = args[1] if len(args) > 1 else None
-            literal = name is not None and name[0] == "c" and isinstance(name[1], str)
-            if literal:
-                found = self._attribute_of(first, name[1])  # type: ignore[index]
+            names = self._eval(args[1], ctx) if len(args) > 1 else EMPTY  # `getattr(self, self.base_model_prefix)`
+            if names and all(a[0] == "C" and isinstance(a[1], str) for a in names):
+                found = union(self._attribute_of(first, a[1]) for a in names)
             elif first and all(a[0] == "G" and fw.is_framework(a[1]) and a[1] not in self.package.classes for a in first):
                 found = frozenset({("G", f"{a[1]}.<computed>") for a in first})  # a framework module's function
             else:
@@ -946,7 +1013,7 @@ def _running(ctx: Ctx | None, scope: tuple[str, str]) -> Ctx | None:
     while ctx is not None:
         if ctx[0] == scope[0] and ctx[1] == scope[1]:
             return ctx
-        ctx = ctx[2][1] if ctx[2] is not None else None
+        ctx = ctx[2][1] if ctx[2] is not None and ctx[2][0] != "self" else None
     return None
 
 

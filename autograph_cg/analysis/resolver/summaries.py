@@ -19,6 +19,7 @@ An `Expr` is a tuple whose first item is its tag:
     ("fn", name)                 a function defined in this module (nested ones too: "outer.<locals>.inner")
     ("not", e)                   a negation (for flags)
     ("if", cond, negated, e)     e, where it flows only when the `if` test cond holds (or fails, negated)
+    ("named", name, e)           e, set as the attribute that `name` names (`setattr(self, name, e)`)
     ("?", reason)                unknown, with why
 """
 
@@ -73,3 +74,18 @@ class ScopeSummary:
     @property
     def self_name(self) -> str | None:
         return self.params[0] if self.method == "method" and self.params else None
+
+
+
+def reads_self(expr: tuple, summary: ScopeSummary) -> bool:
+    """Whether `expr` (of `summary`'s scope) may depend on which class `self` is: it reads self, super() or a local
+    (which may have been computed from self). Parts that are no expression (argument lists, keyword pairs) are read
+    through; a keyword named like a tag counts as one, which only errs towards reading self."""
+    if not expr:
+        return False
+    head = expr[0]
+    if head in ("self", "s", "sup"):
+        return True
+    if head == "n" and len(expr) == 2 and isinstance(expr[1], str):
+        return expr[1] in summary.locals or expr[1] == summary.self_name
+    return any(isinstance(part, tuple) and reads_self(part, summary) for part in expr)

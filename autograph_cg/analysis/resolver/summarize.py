@@ -15,13 +15,15 @@ from autograph_cg.analysis.scope import ModuleScope, dotted_name
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, unknown
 
 #: Calls whose arguments the solver reads (they pass values through) but which bind no package parameter.
+#: What rewrite wraps sites in: a wrapped layer runs the layer it wraps.
+RUNTIME_WRAPPER = "autograph_cg.runtime.CUDAGraphedLayer"
 PASS_THROUGH = frozenset(
     {
         "functools.partial", "copy.deepcopy", "copy.copy", "collections.OrderedDict", "typing.cast",
         "itertools.repeat", "itertools.chain", "builtins.dict", "builtins.list", "builtins.tuple", "builtins.set",
         "builtins.frozenset", "builtins.sorted", "builtins.reversed", "builtins.zip", "builtins.enumerate",
         "builtins.iter", "builtins.next", "builtins.getattr", "builtins.filter", "builtins.map",
-        "dataclasses.replace", "dataclasses.field",
+        "dataclasses.replace", "dataclasses.field", RUNTIME_WRAPPER,
     }
 )  # fmt: skip
 _BUILTINS = frozenset(name.rsplit(".", 1)[1] for name in PASS_THROUGH if name.startswith("builtins."))
@@ -327,8 +329,10 @@ class Summarizer:
         if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
             owner, name, value = call.args
             if _names_self(owner, scope):
-                literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
-                scope.add(scope.self_attrs, name.value if literal else DYNAMIC, self._expr(value, scope))  # type: ignore[union-attr]
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    scope.add(scope.self_attrs, name.value, self._expr(value, scope))
+                else:  # under a computed name: the name is solved where the attribute is read
+                    scope.add(scope.self_attrs, DYNAMIC, ("named", self._expr(name, scope), self._expr(value, scope)))
                 return
         self._expr(call, scope)
 

@@ -1,0 +1,178 @@
+"""Guards: tests on a forward's own arguments that keep a hazard's branch out of every graph.
+
+`if past_key_values is not None: past_key_values.update(k, v)` mutates the caller's cache: a replay would not.
+In training the argument is `None` and the branch never runs. A layer whose blocking hazards all sit behind such
+tests is capturable *under a guard*: the wrapper checks the tests on every call (host values it binds anyway) and
+runs eagerly when one fails. A guard is read from the tests the code makes, never from a name.
+
+A test is `(parameter, kind)`, kind one of `TESTS`; a guard (`Guard`) is a sorted tuple of tests that must all
+hold. A hazard is kept out by any one of its *alternatives* (`if a and b:` is kept out by a test failing `a` or
+one failing `b`). Through a call, a callee's tests become the caller's when the caller passes its own parameter
+unchanged, hold or fail when it passes a constant or leaves the default, and are lost otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterable
+
+from autograph_cg.analysis.facts import Condition, FunctionFacts
+from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
+from autograph_cg.analysis.verdicts import Guard, Test
+
+#: What the runtime can test of one argument, bound to the wrapped forward's signature (defaults included).
+TESTS = ("is None", "is not None", "falsy", "truthy")
+#: Pairs of tests no value passes both of.
+_CONFLICTS = frozenset({("is None", "is not None"), ("is None", "truthy"), ("falsy", "truthy")})
+_MAX_ALTERNATIVES = 8
+_MAX_TESTS = 4
+#: What a call passes for a parameter, in `CallRef.passes`: anything that is neither the caller's own
+#: parameter nor a constant; `*xs` at a position.
+OTHER: Expr = ("?",)
+SPREAD: Expr = ("*",)
+#: A binder: the caller's guard for a callee's (True: it holds for this call, None: the call does not carry it).
+Binder = Callable[[Guard], "Guard | bool | None"]
+
+
+def same(guard: Guard) -> Guard:
+    """The binder of a function's own result: its parameters are the guard's."""
+    return guard
+
+
+def keep_out(function: FunctionFacts, conditions: Iterable[int]) -> tuple[Guard, ...]:
+    """The alternatives that keep code under `conditions` (indexes into the function's) from running: any one
+    condition failing does."""
+    found: list[Guard] = []
+    for index in conditions:
+        condition = function.conditions[index]
+        if condition.arguments:
+            found.extend(_force(condition.expr, condition.negated, condition))
+    return few(found)
+
+
+def _force(expr: Expr, want: bool, condition: Condition) -> list[Guard]:
+    """Alternatives under which the test `expr` evaluates to `want`."""
+    tag = expr[0]
+    if tag == "n" and expr[1] in condition.arguments and expr[1] not in condition.tensors:
+        return [((expr[1], "truthy" if want else "falsy"),)]
+    if tag == "is" and expr[1][0] == "n" and expr[1][1] in condition.arguments:  # `x is None` (negated: `is not`)
+        return [((expr[1][1], "is None" if want != expr[2] else "is not None"),)]
+    if tag == "not":
+        return _force(expr[1], not want, condition)
+    if tag in ("and", "or"):
+        parts = [_force(part, want, condition) for part in expr[1]]
+        if (tag == "and") != want:  # one part decides: any of its alternatives
+            return [g for part in parts for g in part]
+        combined: list[Guard] = [()]  # every part must: one alternative of each, together
+        for part in parts:
+            if not part:
+                return []
+            combined = [g for g in (_join(a, b) for a in combined for b in part) if g is not None][:_MAX_ALTERNATIVES]
+        return combined
+    return []
+
+
+def _join(a: Guard, b: Guard) -> Guard | None:
+    tests = tuple(sorted(set(a) | set(b)))
+    return tests if len(tests) <= _MAX_TESTS and consistent(tests) else None
+
+
+def few(alternatives: Iterable[Guard]) -> tuple[Guard, ...]:
+    """Distinct alternatives, the smallest first, at most a handful."""
+    return tuple(sorted(set(alternatives), key=lambda g: (len(g), g))[:_MAX_ALTERNATIVES])
+
+
+def consistent(tests: Iterable[Test]) -> bool:
+    """Whether one call could pass every test (none asks `x is None` and `x is not None`, say)."""
+    by_name: dict[str, set[str]] = {}
+    for name, kind in tests:
+        by_name.setdefault(name, set()).add(kind)
+    return not any((a, b) in _CONFLICTS or (b, a) in _CONFLICTS for kinds in by_name.values() for a in kinds for b in kinds)
+
+
+def holds(kind: str, value: object) -> bool:
+    """Whether a test passes for a known value."""
+    if kind == "is None":
+        return value is None
+    if kind == "is not None":
+        return value is not None
+    return bool(value) == (kind == "truthy")
+
+
+def passed(passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSummary, name: str) -> Expr:
+    """What a call passes for the callee's parameter `name`: the caller's parameter ("n"), a constant ("c", its
+    default when left out) or `OTHER`."""
+    if name not in summary.params:
+        return OTHER
+    index = summary.params.index(name)
+    position = index - summary.implicit if index < summary.positional else -1  # -1: keyword-only
+    for key, value in passes:
+        if key == name:
+            return value
+        if isinstance(key, int) and position >= 0 and (key == position or value == SPREAD and key < position):
+            return OTHER if value == SPREAD else value
+    if any(key is None for key, _ in passes):  # `**kwargs` may hold it
+        return OTHER
+    default = summary.defaults.get(name)
+    return default if default is not None and default[0] == "c" else OTHER
+
+
+def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSummary) -> Guard | bool | None:
+    """A callee's guard as the caller's: True when it holds for this call whatever the caller is given, None when
+    some test is not carried (the caller passes something else, or a constant that fails it)."""
+    out: list[Test] = []
+    for name, kind in guard:
+        value = passed(passes, summary, name)
+        if value[0] == "n":
+            out.append((value[1], kind))
+        elif value[0] != "c" or not holds(kind, value[1]):
+            return None
+    return tuple(sorted(set(out))) if out else True
+
+
+def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:
+    """One guard keeping every hazard out: per hazard one of its alternatives, preferring tests already chosen, then
+    those that pass at the forward's defaults (the call nobody passes anything to, as in training), then the
+    fewest. Returns the guard and the alternative chosen for each hazard, or None when no consistent choice is
+    found."""
+    chosen: set[Test] = set()
+    picks: list[Guard] = []
+
+    def rank(guard: Guard) -> tuple[int, int, int, Guard]:
+        fresh = [t for t in guard if t not in chosen]
+        at_default = all((d := default(n)) is not None and d[0] == "c" and holds(k, d[1]) for n, k in guard)
+        return (len(fresh) > 0, not at_default, len(fresh), guard)
+
+    for options in alternatives:
+        usable = [g for g in options if consistent(chosen | set(g))]
+        if not usable:
+            return None
+        pick = min(usable, key=rank)
+        chosen |= set(pick)
+        picks.append(pick)
+    return tuple(sorted(chosen)), tuple(picks)
+
+
+
+def written_guard(wrapper: ast.Call) -> Guard | None:
+    """The guard a wrapper call in the source passes (`guard={"past_key_values": "is None"}`): () without one,
+    None when it is not a literal of known tests (written by hand, left as it is)."""
+    found = next((k.value for k in wrapper.keywords if k.arg == "guard"), None)
+    return () if found is None else literal_guard(found)
+
+
+def literal_guard(node: ast.expr) -> Guard | None:
+    """A dict literal from parameter names to tests, as a guard; None for anything else."""
+    if not isinstance(node, ast.Dict):
+        return None
+    tests: list[Test] = []
+    for key, value in zip(node.keys, node.values):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, ast.Constant) and value.value in TESTS):
+            return None
+        tests.append((key.value, value.value))
+    return tuple(sorted(tests)) if len({n for n, _ in tests}) == len(tests) else None
+
+
+def literal(guard: Guard) -> str:
+    """The guard as the wrapper's argument is written: `{"past_key_values": "is None"}` (the runtime's interface)."""
+    return "{" + ", ".join(f'"{name}": "{kind}"' for name, kind in guard) + "}"

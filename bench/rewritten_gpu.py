@@ -1,0 +1,176 @@
+"""transformers rewritten by `autograph-cg rewrite`, trained next to the untouched library on one GPU.
+
+For BERT-, GPT-2- and Llama-style models (small configs, random init, no cache), one process per variant:
+``eager`` (the installed library), ``rewritten`` (the rewritten copy first on the path: the default plan),
+``rewritten+compile`` (the same with every wrapper compiling its layer, what ``rewrite --compile`` writes),
+``by hand`` (the installed library with each decoder or encoder layer wrapped by hand), and
+``reduce-overhead`` (the whole model under ``torch.compile(mode="reduce-overhead")``). Per variant: the
+training step and the inference call (median ms), the losses of the first steps against eager's, the
+eval output after `from_pretrained` of the checkpoint eager saved with `save_pretrained`, how many layers
+sit inside graphs, and the runtime's fallbacks.
+
+    python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--json out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = ("eager", "rewritten", "rewritten+compile", "by hand", "reduce-overhead")
+BATCH, SEQ, WARMUP, TIMED = 8, 128, 8, 20
+
+
+def build(name: str) -> tuple[Any, Any, str]:
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    common = dict(vocab_size=1024, attn_implementation="sdpa", use_cache=False)
+    if name == "bert":
+        cfg = transformers.BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                                      max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0, **common)
+        return transformers.BertForMaskedLM(cfg), "layer", "bert.encoder"
+    if name == "gpt2":
+        cfg = transformers.GPT2Config(n_embd=256, n_layer=4, n_head=4, n_positions=SEQ, resid_pdrop=0.0, embd_pdrop=0.0,
+                                      attn_pdrop=0.0, **common)
+        return transformers.GPT2LMHeadModel(cfg), "h", "transformer"
+    cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=SEQ, **common)
+    return transformers.LlamaForCausalLM(cfg), "layers", "model"
+
+
+def worker(name: str, variant: str) -> dict[str, Any]:
+    import torch
+
+    import autograph_cg.runtime as runtime
+
+    if variant == "rewritten+compile":  # what `rewrite --compile` writes: every wrapper compiles its layer
+        plain = runtime.CUDAGraphedLayer
+
+        def compiling(layer: Any, *args: Any, **kwargs: Any) -> Any:
+            return plain(layer, *args, compile=True, **kwargs)
+
+        runtime.CUDAGraphedLayer = compiling  # type: ignore[assignment,misc]
+    model, blocks, owner = build(name)
+    model = model.cuda()
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 1024, (BATCH, SEQ), generator=g).cuda()
+    # Checkpoints both ways: eager saves its initial weights with save_pretrained; every variant loads
+    # them with from_pretrained (the rewritten copy loads the untouched library's checkpoint) and its
+    # eval output is compared with eager's.
+    ckpt = Path(os.environ.get("AUTOGRAPH_CG_BENCH_CKPT", "/tmp/autograph-cg-rewritten")) / name
+    if variant == "eager":
+        model.save_pretrained(ckpt)
+    loaded = type(model).from_pretrained(ckpt).cuda().eval()
+    with torch.no_grad():
+        loaded_sum = float(loaded(input_ids=ids).logits.double().sum())
+    del loaded
+    model.train()
+    if variant == "by hand":
+        for block in model.get_submodule(owner).get_submodule(blocks):
+            runtime.CUDAGraphedLayer(block)
+    step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def train_step() -> float:
+        opt.zero_grad(set_to_none=True)
+        out = step_model(input_ids=ids, labels=ids)
+        out.loss.backward()
+        opt.step()
+        return out.loss
+
+    losses, times = [], []
+    for i in range(WARMUP + TIMED):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss = train_step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+        losses.append(float(loss))
+    model.eval()
+    infer = []
+    with torch.no_grad():
+        for i in range(WARMUP + TIMED):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            step_model(input_ids=ids)
+            torch.cuda.synchronize()
+            infer.append(time.perf_counter() - start)
+    stats = runtime.layer_stats()
+    inside = sum(1 for s in stats if s["state"] == "graphed")
+    return {
+        "model": name,
+        "variant": variant,
+        "train_ms": statistics.median(times[WARMUP:]) * 1e3,
+        "infer_ms": statistics.median(infer[WARMUP:]) * 1e3,
+        "losses": losses,
+        "loaded_logits_sum": loaded_sum,
+        "wrappers": len(stats),
+        "graphed": inside,
+        "fallbacks": sorted({r for s in stats for r in s["fallbacks"]} | {s["disabled_reason"] for s in stats if s["disabled_reason"]}),
+    }
+
+
+def run(rewritten: Path, models: list[str], variants: list[str], timeout: int) -> list[dict[str, Any]]:
+    rows = []
+    for name in models:
+        for variant in variants:
+            path = [str(rewritten)] if variant.startswith("rewritten") else []
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT), os.environ.get("PYTHONPATH", "")])}
+            proc = subprocess.run([sys.executable, __file__, "worker", name, variant], env=env, capture_output=True,
+                                  text=True, timeout=timeout)
+            lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+            if proc.returncode or not lines:
+                rows.append({"model": name, "variant": variant, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
+            else:
+                rows.append(json.loads(lines[-1]))
+            print(summary(rows[-1], rows), flush=True)
+    return rows
+
+
+def summary(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    if "error" in row:
+        return f"{row['model']:6} {row['variant']:18} ERROR {row['error'][:200]}"
+    eager = next((r for r in rows if r["model"] == row["model"] and r["variant"] == "eager" and "error" not in r), None)
+    speed = f"{eager['train_ms'] / row['train_ms']:.2f}x / {eager['infer_ms'] / row['infer_ms']:.2f}x" if eager else ""
+    same = loads = ""
+    if eager:
+        worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(row["losses"], eager["losses"]))
+        same = "bitwise" if worst == 0 else f"{worst:.1e}"
+        loads = "equal" if row["loaded_logits_sum"] == eager["loaded_logits_sum"] else "DIFFERS"
+    return (f"{row['model']:6} {row['variant']:18} train {row['train_ms']:7.2f} ms infer {row['infer_ms']:6.2f} ms "
+            f"speedup {speed:14} losses vs eager {same:8} eager's checkpoint loads {loads:7} "
+            f"graphed {row['graphed']}/{row['wrappers']} "
+            f"fallbacks {'; '.join(row['fallbacks'])[:150]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "worker":
+        print(json.dumps(worker(argv[1], argv[2])), flush=True)
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rewritten", type=Path, required=True, help="the folder holding the rewritten transformers")
+    parser.add_argument("--models", default="bert,gpt2,llama")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--json", default="")
+    args = parser.parse_args(argv)
+    rows = run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

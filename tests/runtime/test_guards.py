@@ -1,0 +1,59 @@
+"""Argument guards: a layer capturable only while some of its forward's arguments hold the values the
+plan names runs its graphs for calls that pass the tests and eagerly, with the reason, for the rest."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograph_cg.runtime import CUDAGraphedLayer, stats_of
+from tests.runtime.harness import assert_all_close, close, randn
+
+D, B = 8, 4
+GUARD = {"cache": "is None", "use_cache": "falsy"}
+
+
+def test_calls_that_pass_the_guard_replay_and_the_others_run_eagerly(fw):
+    ref = fw.build("Cached", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, guard=GUARD)
+    for step in range(3):  # no cache: graphs
+        x = randn(B, D)
+        assert close(fw.numpy(wrapped(fw.tensor(x))), fw.numpy(ref(fw.tensor(x))), fw.atol), step
+    caches = {"wrapped": [], "ref": []}
+    for step in range(2):  # a cache, by keyword and by position: eager, and the cache fills as eagerly
+        x = randn(B, D)
+        got = [
+            fw.numpy(wrapped(fw.tensor(x), caches["wrapped"], use_cache=True)),
+            fw.numpy(ref(fw.tensor(x), caches["ref"], use_cache=True)),
+        ]
+        assert close(got[0], got[1], fw.atol), step
+        assert_all_close([fw.numpy(t) for t in caches["wrapped"]], [fw.numpy(t) for t in caches["ref"]], fw.atol, "cache")
+    x = randn(B, D)
+    assert close(fw.numpy(wrapped(fw.tensor(x), None, True)), fw.numpy(ref(fw.tensor(x), None, True)), fw.atol)
+    stats = stats_of(wrapped)
+    assert stats["forward_replays"] == 2 and stats["disabled_reason"] is None
+    assert stats["fallbacks"] == {"guard: cache is not None": 2, "guard: use_cache is not false": 1}
+
+
+def test_a_guard_names_parameters_of_the_forward(fw):
+    with pytest.raises(TypeError, match="no parameter of that name"):
+        fw.wrap(fw.build("Cached", D), guard={"past": "is None"})
+    with pytest.raises(ValueError, match="unknown test"):
+        fw.wrap(fw.build("Cached", D), guard={"cache": "is empty"})
+
+
+def test_a_tensor_where_a_flag_is_guarded_runs_eagerly_without_a_host_sync(cpu_fw):
+    fw = cpu_fw
+    wrapped = fw.wrap(fw.build("Cached", D), num_warmup_steps=0, guard={"use_cache": "falsy"})
+    wrapped(fw.tensor(randn(B, D)), None, fw.tensor(randn(1)))
+    assert stats_of(wrapped)["fallbacks"] == {"guard: use_cache is not false": 1}
+
+
+def test_guards_travel_with_copies(cpu_fw):
+    import copy
+
+    fw = cpu_fw
+    wrapped = fw.wrap(fw.build("Cached", D), guard=GUARD)
+    twin = copy.deepcopy(wrapped)
+    assert isinstance(twin, CUDAGraphedLayer)
+    twin(fw.tensor(randn(B, D)), [], use_cache=True)
+    assert stats_of(twin)["fallbacks"] == {"guard: cache is not None": 1}

@@ -106,6 +106,8 @@ def prepare(package: str, version: str | None, dest: Path, flags: list[str], job
         else:
             source = _wheel_source(package, version, Path(tmp))
         meta = rewrite_copy(source, dest, flags, jobs)
+        # The unmodified copy too: a machine whose installed version differs runs it as the original side.
+        shutil.copytree(source, dest / "original" / package, ignore=shutil.ignore_patterns("__pycache__"))
     meta.update(library=package, version=version)
     (dest / MARKER).write_text(json.dumps(meta, indent=1))
     summary = meta["rewrite"]
@@ -880,10 +882,14 @@ def worker(args: argparse.Namespace) -> None:
     sys.path[:0] = [*args.path, str(REPO)]
     if args.device == "cpu":
         os.environ.setdefault("AUTOGRAPH_CG_BACKEND", "standin")
+    if args.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     suite = load_suite(args.suite)
     ops = OPS[suite.framework](args.device)
+    if args.deterministic and suite.framework == "torch":
+        ops.torch.use_deterministic_algorithms(True, warn_only=True)
     warnings.simplefilter("ignore")
     cases = suite.cases()
     origin = Path(importlib.import_module(suite.package).__file__ or "").resolve()
@@ -1069,7 +1075,8 @@ def _run_side(suite: str, paths: list[str], expect: str | None, out: Path, args:
 
 
 def check(suite: str, copy: Path, original_paths: list[str], scratch: Path, models: list[str] | None = None,
-          device: str = "cpu", tolerance: float = TOLERANCE, timeout: int = 3600, site: list[str] = ()) -> dict[str, Any]:
+          device: str = "cpu", tolerance: float = TOLERANCE, timeout: int = 3600, site: list[str] = (),
+          deterministic: bool = False) -> dict[str, Any]:
     """Run both sides of every model of ``suite`` and compare them: the results by model.
 
     ``copy`` is the folder holding the rewritten package; ``original_paths`` go first on the original
@@ -1080,7 +1087,7 @@ def check(suite: str, copy: Path, original_paths: list[str], scratch: Path, mode
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
     log = scratch / "workers.log"
-    common = ["--device", device, *(["--models", *models] if models else [])]
+    common = ["--device", device, *(["--models", *models] if models else []), *(["--deterministic"] if deterministic else [])]
     o, r, o_load = scratch / "original", scratch / "rewritten", scratch / "original-load"
     started = time.perf_counter()
     _run_side(suite, [*original_paths, *site], None, o, [*common, "--checkpoints", str(o / "ckpt")], timeout, log)
@@ -1172,6 +1179,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "autograph-cg-dropin")
     c.add_argument("--json", type=Path)
     c.add_argument("--timeout", type=int, default=7200, help="seconds per worker process")
+    c.add_argument("--deterministic", action="store_true", help="torch.use_deterministic_algorithms (GPU: eager "
+                   "kernels that add in another order on each run would otherwise differ from themselves)")
     w = sub.add_parser("worker", help="one side (internal)")
     w.add_argument("--suite", required=True)
     w.add_argument("--path", action="append", default=[])
@@ -1182,6 +1191,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--phase", default="build", choices=("build", "load"))
     w.add_argument("--checkpoints", default="")
     w.add_argument("--load-from", default="")
+    w.add_argument("--deterministic", action="store_true")
     args = parser.parse_args(argv)
     if args.cmd == "worker":
         worker(args)
@@ -1199,11 +1209,16 @@ def main(argv: list[str] | None = None) -> int:
         copy = unpack(copy, args.scratch.with_name(args.scratch.name + "-copy"))
     meta = json.loads((copy / MARKER).read_text())
     installed = installed_version(args.library, site)
+    original: list[str] = []
     if meta["version"] != installed:
-        print(f"dropin: the copy is of {args.library} {meta['version']}, {installed} is installed", file=sys.stderr)
-        return 2
-    print(f"{args.library} {installed}: copy {copy} ({meta['rewrite']['sites']} sites in {meta['rewrite']['files_changed']} files)")
-    results = check(args.library, copy, [], args.scratch, args.models, args.device, args.tolerance, args.timeout, site)
+        if not (copy / "original" / args.library).is_dir():
+            print(f"dropin: the copy is of {args.library} {meta['version']}, {installed} is installed", file=sys.stderr)
+            return 2
+        original = [str(copy / "original")]  # the unmodified copy the rewrite was made from
+    print(f"{args.library} {meta['version']}: copy {copy} ({meta['rewrite']['sites']} sites in "
+          f"{meta['rewrite']['files_changed']} files); original: {original[0] if original else 'installed'}")
+    results = check(args.library, copy, original, args.scratch, args.models, args.device, args.tolerance, args.timeout,
+                    site, args.deterministic)
     results["rewrite"] = meta
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

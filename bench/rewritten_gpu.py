@@ -5,8 +5,9 @@ For BERT-, GPT-2- and Llama-style models (small configs, random init, no cache),
 ``rewritten+compile`` (the same with every wrapper compiling its layer, what ``rewrite --compile`` writes),
 ``by hand`` (the installed library with each decoder or encoder layer wrapped by hand), and
 ``reduce-overhead`` (the whole model under ``torch.compile(mode="reduce-overhead")``). Per variant: the
-training step and the inference call (median ms), the losses of the first steps against eager's, how
-many layers sit inside graphs, and the runtime's fallbacks.
+training step and the inference call (median ms), the losses of the first steps against eager's, the
+eval output after `from_pretrained` of the checkpoint eager saved with `save_pretrained`, how many layers
+sit inside graphs, and the runtime's fallbacks.
 
     python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--json out]
 """
@@ -61,13 +62,24 @@ def worker(name: str, variant: str) -> dict[str, Any]:
 
         runtime.CUDAGraphedLayer = compiling  # type: ignore[assignment,misc]
     model, blocks, owner = build(name)
-    model = model.cuda().train()
+    model = model.cuda()
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 1024, (BATCH, SEQ), generator=g).cuda()
+    # Checkpoints both ways: eager saves its initial weights with save_pretrained; every variant loads
+    # them with from_pretrained (the rewritten copy loads the untouched library's checkpoint) and its
+    # eval output is compared with eager's.
+    ckpt = Path(os.environ.get("AUTOGRAPH_CG_BENCH_CKPT", "/tmp/autograph-cg-rewritten")) / name
+    if variant == "eager":
+        model.save_pretrained(ckpt)
+    loaded = type(model).from_pretrained(ckpt).cuda().eval()
+    with torch.no_grad():
+        loaded_sum = float(loaded(input_ids=ids).logits.double().sum())
+    del loaded
+    model.train()
     if variant == "by hand":
         for block in model.get_submodule(owner).get_submodule(blocks):
             runtime.CUDAGraphedLayer(block)
     step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, 1024, (BATCH, SEQ), generator=g).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def train_step() -> float:
@@ -102,6 +114,7 @@ def worker(name: str, variant: str) -> dict[str, Any]:
         "train_ms": statistics.median(times[WARMUP:]) * 1e3,
         "infer_ms": statistics.median(infer[WARMUP:]) * 1e3,
         "losses": losses,
+        "loaded_logits_sum": loaded_sum,
         "wrappers": len(stats),
         "graphed": inside,
         "fallbacks": sorted({r for s in stats for r in s["fallbacks"]} | {s["disabled_reason"] for s in stats if s["disabled_reason"]}),
@@ -130,12 +143,14 @@ def summary(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         return f"{row['model']:6} {row['variant']:18} ERROR {row['error'][:200]}"
     eager = next((r for r in rows if r["model"] == row["model"] and r["variant"] == "eager" and "error" not in r), None)
     speed = f"{eager['train_ms'] / row['train_ms']:.2f}x / {eager['infer_ms'] / row['infer_ms']:.2f}x" if eager else ""
-    same = ""
+    same = loads = ""
     if eager:
         worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(row["losses"], eager["losses"]))
         same = "bitwise" if worst == 0 else f"{worst:.1e}"
+        loads = "equal" if row["loaded_logits_sum"] == eager["loaded_logits_sum"] else "DIFFERS"
     return (f"{row['model']:6} {row['variant']:18} train {row['train_ms']:7.2f} ms infer {row['infer_ms']:6.2f} ms "
-            f"speedup {speed:14} losses vs eager {same:8} graphed {row['graphed']}/{row['wrappers']} "
+            f"speedup {speed:14} losses vs eager {same:8} eager's checkpoint loads {loads:7} "
+            f"graphed {row['graphed']}/{row['wrappers']} "
             f"fallbacks {'; '.join(row['fallbacks'])[:150]}")
 
 

@@ -387,8 +387,7 @@ class Runner:
         ledger = ledger_for(ops, backend, device, len(entry.slots))
         started = time.perf_counter()
         check = self.options.verify
-        # The stand-in's capture runs the computation, and the check replays: both touch the gradients.
-        state = self._save_state(device, with_grads=backend == "standin" or check)
+        state = self._save_state(device, params)
         try:
             static = [ops.make_static(t, train and meta[3]) for t, meta in zip(tensors, key.tensors)]
             leaves, call = ops.bind(self.layer, self.plain, params)
@@ -553,23 +552,33 @@ class Runner:
             bank = self._bank = GradBank(self.ops, params)
         return bank
 
-    def _save_state(self, device: Any, with_grads: bool) -> tuple:
-        """What a capture may change: RNG and buffers (by the probe), and the gradient bank when the
-        capture itself runs the computation (the stand-in; a CUDA capture runs nothing) or the new
-        graph is checked. Buffers are written back through aliases (``ops.writer``): a write to the
-        buffer itself would bump its version counter, and autograd graphs that saved it (an embedding
-        of a slice of registered position ids) would refuse to run backward."""
+    def _save_state(self, device: Any, params: list) -> tuple:
+        """What a capture may change: RNG and buffers (the probe ran the layer), and the parameters'
+        gradients (the stand-in's capture runs the computation, the check replays into the bank, and
+        a forward that recomputes a part of itself in its backward, as reentrant checkpointing does,
+        adds into the real parameters' gradients from the probe's backward). Buffers and gradients are
+        written back through aliases (``ops.writer``): a write to a buffer itself would bump its version
+        counter, and autograd graphs that saved it (an embedding of a slice of registered position ids)
+        would refuse to run backward."""
         ops = self.ops
         buffers = [(ops.writer(b), ops.clone(b)) for b in self._buffers]
-        grads = [(f, ops.clone(f)) for f in self._bank.flats] if self._bank and with_grads else []
+        grads = [(p, g, None if g is None else ops.clone(g)) for p, g in zip(params, map(ops.grad_of, params))]
         return ops.rng_state(device), device, buffers, grads
 
     def _restore_state(self, state: tuple) -> None:
         ops = self.ops
         rng, device, buffers, grads = state
         ops.set_rng_state(rng, device)
-        for dst, src in buffers + grads:
+        for dst, src in buffers:
             ops.copy_(dst, src)
+        for p, grad, saved in grads:
+            if grad is None:
+                if ops.grad_of(p) is not None:
+                    ops.clear_grads([p])
+                continue
+            if not ops.is_same(ops.grad_of(p), grad):
+                ops.set_grads([p], [grad])
+            ops.copy_(ops.writer(grad), saved)
 
     # --------------------------------------------------------------- replay
     def _replay_inference(self, slot: Slot, tensors: Sequence[Any]) -> list:

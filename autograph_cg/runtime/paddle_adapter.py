@@ -86,6 +86,32 @@ class _Structure:
 _Structure.install()
 
 
+class _SavedHooks:
+    """Whether saved-tensor hooks are set (non-reentrant ``recompute``, offloading). Paddle has one pair at
+    a time and no call that tells: its two setters are watched instead."""
+
+    active = False
+
+    @classmethod
+    def install(cls) -> None:
+        eager = paddle.base.core.eager
+        register, reset = eager.register_saved_tensors_hooks, eager.reset_saved_tensors_hooks
+
+        def registered(*args: Any, **kwargs: Any) -> Any:
+            out = register(*args, **kwargs)
+            cls.active = True
+            return out
+
+        def cleared(*args: Any, **kwargs: Any) -> Any:
+            cls.active = False
+            return reset(*args, **kwargs)
+
+        eager.register_saved_tensors_hooks, eager.reset_saved_tensors_hooks = registered, cleared
+
+
+_SavedHooks.install()
+
+
 class PaddleCudaGraph(DeviceGraph):
     """A Paddle CUDA graph in thread-local mode in the shared pool, reset cleanly when capture fails."""
 
@@ -161,8 +187,7 @@ class PaddleOps:
 
     @staticmethod
     def saved_tensor_hooks() -> bool:
-        return False  # Paddle's recompute re-runs the layer through a PyLayer, which the graphs serve
-
+        return _SavedHooks.active
     @staticmethod
     def structure_epoch() -> int:
         return _Structure.epoch
@@ -261,6 +286,11 @@ class PaddleOps:
         # with set_to_zero=False releases the tensor it was given.
         for p, g in zip(params, grads):
             p._copy_gradient_from(g.view(g.shape))
+
+    @staticmethod
+    def clear_grads(params: list) -> None:
+        for p in params:
+            p.clear_gradient(False)
 
     @staticmethod
     def is_same(a: paddle.Tensor | None, b: paddle.Tensor) -> bool:

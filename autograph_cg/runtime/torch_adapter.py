@@ -417,6 +417,11 @@ class TorchOps:
             p.grad = g
 
     @staticmethod
+    def clear_grads(params: list) -> None:
+        for p in params:
+            p.grad = None
+
+    @staticmethod
     def held_elsewhere(flats: list, views: list, idx: Sequence[int]) -> bool:
         # Our list and getrefcount's argument hold two references; a third is someone else's alias.
         if max(map(sys.getrefcount, [views[j] for j in idx])) > 3:  # + the temporary list

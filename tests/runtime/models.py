@@ -44,12 +44,16 @@ def define(framework: str) -> SimpleNamespace:
         import torch
         import torch.nn.functional as F
         from torch import nn
+        from torch.utils.checkpoint import checkpoint
 
         lib, base, batch_norm, tanh = torch, nn.Module, nn.BatchNorm1d, torch.tanh
+        recompute = functools.partial(checkpoint, use_reentrant=True)
     else:
         import paddle
         import paddle.nn.functional as F
         from paddle import nn
+
+        from paddle.distributed.fleet.utils import recompute
 
         lib, base, batch_norm, tanh = paddle, nn.Layer, nn.BatchNorm1D, paddle.tanh
 
@@ -214,6 +218,17 @@ def define(framework: str) -> SimpleNamespace:
                 h = h + len(cache)
             return h
 
+    class Recomputed(base):
+        """Recomputes its block in the backward (reentrant activation checkpointing inside the forward)."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.block = MLP(d)
+
+        def forward(self, x: Any) -> Any:
+            return recompute(self.block, self.fc(x))
+
     class Tower(base):
         """Blocks in a container, each with sublayers of its own, and a head."""
 
@@ -233,7 +248,7 @@ def define(framework: str) -> SimpleNamespace:
             c.__name__: c
             for c in (
                 MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
-                Branches, Positions, Counter, Cached, Tower,
+                Branches, Positions, Counter, Cached, Recomputed, Tower,
             )
         }
     )

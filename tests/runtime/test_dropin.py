@@ -442,3 +442,45 @@ def test_paddle_recompute_of_a_wrapped_layer_trains_like_eager():
             fw.clear_grads(model, True)
         assert_all_close(got[0], got[1], fw.atol, f"step {step}")
     assert stats_of(wrapped)["captures"] == 2 and stats_of(wrapped)["disabled_reason"] is None
+
+
+def test_paddle_recompute_without_reentry_runs_the_layer_eagerly():
+    """Paddle's non-reentrant recompute sets saved-tensor hooks around the forward; a capture there
+    would run under them (and Paddle allows one pair at a time): the layer runs eagerly, exactly."""
+    pytest.importorskip("paddle")
+    from paddle.distributed.fleet.utils import recompute
+
+    from tests.runtime.harness import PaddleHarness
+
+    fw = PaddleHarness()
+    ref = fw.build("MLP", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            y = recompute(model, fw.tensor(x, True), use_reentrant=False)
+            fw.backward(fw.loss(y))
+            got.append(fw.param_grads(model))
+            fw.clear_grads(model, True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+        assert fw.paddle.is_grad_enabled()
+    assert stats_of(wrapped)["fallbacks"] == {"saved-tensor hooks are active (checkpointing or offloading)": 8}
+
+
+def test_a_forward_that_recomputes_a_part_of_itself_captures_with_eagers_gradients(cpu_fw):
+    """A wrapped model whose forward checkpoints a block (reentrant: its backward runs the block again
+    and adds into the parameters' gradients): the capture's own backwards must leave the real
+    gradients as they were (Paddle: the graphs serve it; PyTorch: its checkpoint refuses the probe's
+    backward(inputs=...), and the layer runs eagerly)."""
+    fw = cpu_fw
+    ref = fw.build("Recomputed", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            fw.backward(fw.loss(model(fw.tensor(x))))
+            got.append(fw.param_grads(model))
+            fw.clear_grads(model, True)
+        assert_all_close(got[0], got[1], fw.atol, f"step {step}")

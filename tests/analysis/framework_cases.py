@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -65,6 +66,18 @@ def _tv() -> Any:
     import torchvision.ops
 
     return torchvision.ops
+
+
+def torchvision_missing() -> str:
+    """Why torchvision's cases cannot run here ("" when they can): not installed, or a build that does not import
+    beside this torch (PyPI's torchvision next to a torch it was not built for fails on its operator registrations)."""
+    if importlib.util.find_spec("torchvision") is None:
+        return "torchvision is not installed"
+    try:
+        _tv()
+    except Exception as exc:  # noqa: BLE001 - any import failure means the same: no torchvision to check
+        return f"torchvision does not import beside torch {torch.__version__}: {type(exc).__name__}: {exc}"
+    return ""
 
 
 def _encoder_layer() -> nn.Module:

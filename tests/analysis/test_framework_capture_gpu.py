@@ -7,7 +7,6 @@ backward uses the forward's draw."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 
 import pytest
 
@@ -23,6 +22,7 @@ from tests.analysis.framework_cases import (  # noqa: E402
     float_outputs,
     grad_targets,
     make_inputs,
+    torchvision_missing,
     weighted_sum,
 )
 
@@ -43,8 +43,8 @@ def _exact_math():
 
 
 def _case(name: str) -> Case:
-    if name.startswith("torchvision.") and importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision is not installed")
+    if name.startswith("torchvision.") and torchvision_missing():
+        pytest.skip(torchvision_missing())
     return {**TORCH_CASES, **TORCHVISION_CASES}[name]
 
 

@@ -22,6 +22,7 @@ from tests.analysis.framework_cases import (  # noqa: E402
     float_outputs,
     grad_targets,
     make_inputs,
+    torchvision_missing,
     weighted_sum,
 )
 
@@ -42,7 +43,10 @@ def _resolve(name: str) -> Any:
 
 
 def _installed(prefix: str) -> bool:
-    return importlib.util.find_spec(prefix.split(".", 1)[0]) is not None
+    top = prefix.split(".", 1)[0]
+    if top == "torchvision":
+        return not torchvision_missing()
+    return importlib.util.find_spec(top) is not None
 
 
 def _entries(*prefixes: str) -> list[Layer]:
@@ -116,8 +120,8 @@ def test_every_gpu_checked_entry_has_a_capture_case():
 
 @pytest.mark.parametrize("name", sorted(TORCH_CASES) + sorted(TORCHVISION_CASES))
 def test_capture_case_runs_on_the_cpu(name: str):
-    if name.startswith("torchvision.") and not _installed("torchvision"):
-        pytest.skip("torchvision is not installed")
+    if name.startswith("torchvision.") and torchvision_missing():
+        pytest.skip(torchvision_missing())
     case = {**TORCH_CASES, **TORCHVISION_CASES}[name]
     module = case.build()
     assert isinstance(module, _resolve(name))

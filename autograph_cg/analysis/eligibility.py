@@ -11,11 +11,12 @@ import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis import guards
 from autograph_cg.analysis.guards import Binder, same
+from autograph_cg.analysis.ledger import Ledger
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
 from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
@@ -27,7 +28,6 @@ from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.registry import RULES
 
 MAX_REASONS = 8
-_T = TypeVar("_T")
 _AUTOGRAD_BASES = frozenset({"PyLayer", "Function", "InplaceFunction"})
 #: Methods every layer has (framework ones): calling them on a sublayer runs no forward code of the package.
 _LAYER_METHODS = frozenset({"parameters", "named_parameters", "buffers", "children", "modules", "state_dict", "train", "eval", "to", "cuda", "float", "half", "bfloat16", "zero_grad", "requires_grad_", "extra_repr"})
@@ -159,15 +159,16 @@ class Package:
         not_capturable: tuple[str, ...] = (),
         solved: "Package | None" = None,
         ahead: Callable[[str], None] | None = None,
+        changed: frozenset[str] = frozenset(),
     ) -> None:
-        """`solved`: an earlier package of the same files, some of them indexed less deeply. Its resolver answers hold
-        here too (the resolver reads the summaries of every body, which a deeper index of a file does not change),
-        and so do its verdicts and function results that read nothing a deeper index replaces: all are kept.
+        """`solved`: an earlier package of the same files, some of them indexed less deeply, or edited since (the
+        files `changed`) without a change to any summary. Its resolver answers hold here too (the resolver reads the
+        summaries of every body, which a deeper index of a file does not change), and so do its verdicts and function
+        results that read nothing a deeper index replaces and no file of `changed`: all are kept.
         `ahead`: told each file that forward code needs indexed deeply, as soon as it is found (to start on it)."""
         self.modules = {m.module: m for m in modules}
         self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
         self.not_capturable = not_capturable
-        self._unresolved_at: set[tuple[str, str, int, int]] = set()  # (name, path, line, col) of AG9xx reasons
         self.optional = {q for m in modules for q in m.optional_imports}  # outside code used only if installed
         self.keep = keep  # select/ignore: a code not kept neither reports nor blocks
         self.unknown = unknown  # what AG9xx means for verdicts: "unknown", "block" or "allow"
@@ -190,16 +191,13 @@ class Package:
         self._class_memo: dict[str, Verdict] = {}
         self._judging: set[str] = set()  # classes whose verdict is being computed (their memo is a placeholder)
         self._depth = 0  # verdicts being judged inside one another
-        self.reached: set[tuple[str, str]] = set()  # (owner class or module, function name) reached from a forward
-        self.extra_findings: dict[tuple[str, int, int, str], Finding] = {}
         self.shallow_reached: set[str] = set()  # files forward code reaches where something was not indexed yet
         self._on_deep = ahead  # told each file that `shallow_reached` gains
-        self._failures: dict[tuple[str, str], str] = {}  # (path, where) -> an internal error of the verdict pass
-        self._partial: set[object] = set()  # memo keys whose results read what a deeper index replaces
-        self._reads: list[bool] = []  # per verdict or function being computed: whether it read such facts so far
+        # what each memoized result read and added (functions reached, AG9xx places, extra findings, internal errors)
+        self.ledger = Ledger()
         if solved is not None:
             self.solver, self.defaults, self.configured = solved.solver, solved.defaults, solved.configured
-            self._carry(solved)
+            self._carry(solved, changed)
             for solver in (self.solver, self.defaults, self.configured):
                 solver.rebind(self)
             return
@@ -207,50 +205,36 @@ class Package:
         self.defaults = Solver(self, defaults=True, index_from=self.solver)  # what holds when nobody passes anything: default-off flags
         self.configured = Solver(self, branches=self.defaults, sites_from=self.solver)  # what the default configuration builds
 
-    def _carry(self, solved: "Package") -> None:
+    def _carry(self, solved: "Package", changed: frozenset[str]) -> None:
         """Keep what `solved` judged from facts that stay: a deeper index replaces only the bodies and sublayers it
-        had not walked, and every result that read one of those (or a cycle's placeholder) is judged again. What
-        is reported is a union over the results (reached functions, AG9xx locations), so kept parts add up to what
-        judging all again would give."""
-        self._class_memo = {q: v for q, v in solved._class_memo.items() if q not in solved._partial}
-        self._function_memo = {k: v for k, v in solved._function_memo.items() if k not in solved._partial}
-        self._off = dict(solved._off)
-        self.reached = set(solved.reached)
-        self.extra_findings = dict(solved.extra_findings)
-        self._unresolved_at = set(solved._unresolved_at)
+        had not walked, and every result that read one of those (or a cycle's placeholder) is judged again; so is
+        every result that read a file of `changed` (edited since). What is reported is what the results of this
+        package add up to (`Ledger.live`), so kept parts add up to what judging all again would give."""
+        ledger = solved.ledger
+        self._class_memo = {q: v for q, v in solved._class_memo.items() if ledger.stands(q, changed)}
+        self._function_memo = {k: v for k, v in solved._function_memo.items() if ledger.stands(k, changed)}
+        self.ledger = ledger.kept(changed, [*self._class_memo, *self._function_memo])
+        changed_modules = {m.module for m in self.modules.values() if m.path in changed}
+        self._off = {k: v for k, v in solved._off.items() if k[0] not in changed_modules}
 
     def _needs_deep(self, path: str, read: bool = True) -> None:
         """Forward code reaches a file where something was not indexed (and, with `read`, what is being computed
         read it): the next round indexes it deeply."""
         if read:
-            self._read_shallow()
+            self.ledger.provisional_read()
         if path not in self.shallow_reached:
             self.shallow_reached.add(path)
             if self._on_deep is not None:
                 self._on_deep(path)
 
-    def _read_shallow(self) -> None:
-        """What is being computed read facts a deeper index replaces (or a result that did): it is not kept."""
-        if self._reads:
-            self._reads[-1] = True
-
-    def _tracked(self, key: object, compute: Callable[[], _T]) -> _T:
-        """Compute memo `key`, noting whether it read what a deeper index replaces: then it is not kept, and
-        neither is what is being computed around it, which reads it."""
-        self._reads.append(False)
-        try:
-            found = compute()
-        finally:
-            shallow = self._reads.pop()
-        if shallow:
-            self._partial.add(key)
-            self._read_shallow()
-        return found
+    def _report(self, kind: str) -> list[tuple]:
+        """What the results of the package's verdicts added of one `kind`, each item once."""
+        return [item[1:] for item in set(self.ledger.live(self.layer_classes())) if item[0] == kind]
 
     @property
     def unresolved_names(self) -> Counter[str]:
         """What AG9xx reasons named (what a user could declare), by how many places name it."""
-        return Counter(name for name, *_ in sorted(self._unresolved_at))  # sorted: ties keep one order every run
+        return Counter(name for name, *_ in sorted(self._report("unresolved")))  # sorted: ties keep one order every run
 
     # ----- resolution ------------------------------------------------------------------------------------------
     def resolve(self, qual: str) -> str | None:
@@ -343,17 +327,19 @@ class Package:
     def verdict(self, qual: str) -> Verdict:
         known = self._class_memo.get(qual)
         if known is not None:
-            if qual in self._partial or qual in self._judging:  # a cycle's optimistic placeholder is partial too
-                self._read_shallow()
+            self.ledger.used(qual)
+            if qual in self._judging:  # a cycle's optimistic placeholder is provisional too
+                self.ledger.provisional_read()
             return known
         self._judging.add(qual)
         try:
-            return self._tracked(qual, lambda: self._judge(qual))
+            return self.ledger.track(qual, lambda: self._judge(qual))
         finally:
             self._judging.discard(qual)
 
     def _judge(self, qual: str) -> Verdict:
         module, cls = self.classes[qual]
+        self.ledger.read(module.path)
         self._touch(module)
         if cls.skipped:
             verdict = Verdict(qual, module.path, cls.line, Status.SKIPPED, (Reason((cls.name,), "skip", "skipped by `# autograph-cg: skip`", module.path, cls.line),), hard=True)
@@ -369,15 +355,15 @@ class Package:
                 del self._class_memo[qual]  # the way are judged afresh when next asked, not left optimistic
                 raise
             self._in_progress = in_progress
-            self._read_shallow()  # how deep it went depends on what was judged before: never kept
+            self.ledger.provisional_read()  # how deep it went depends on what was judged before: never kept
             result = _Result()
             reason = Reason((cls.name,), "AG901", "what forward runs is nested too deep to follow", module.path, cls.line)
             result.absorb(Status.UNKNOWN, [reason], None)
         except Exception as exc:  # an analyzer bug on one class: it ends unknown, the others are still judged
             self._in_progress = in_progress
-            self._read_shallow()  # judged again next round, so its failure is recorded again
+            self.ledger.provisional_read()  # judged again next round, so its failure is recorded again
             detail = describe(exc)
-            self._failures[(module.path, cls.name)] = detail
+            self.ledger.add(("failure", module.path, cls.name, detail))
             result = _Result()
             result.absorb(Status.UNKNOWN, [_internal(cls.name, detail, module.path, cls.line)], None, hard=True)
         finally:
@@ -410,6 +396,7 @@ class Package:
         found = self.find_method(qual, "forward")
         module, cls = self.classes[qual]
         for owner in self.mro(qual):
+            self.ledger.read(self.classes[owner][0].path)
             failed = self.classes[owner][1]
             if failed.error:
                 result.absorb(Status.UNKNOWN, [_internal(failed.name, failed.error, self.classes[owner][0].path, failed.line)], None, hard=True)
@@ -440,18 +427,18 @@ class Package:
         key = (context, owner, function.name, site)
         memo = self._function_memo.get(key)
         if memo is not None:
-            if key in self._partial:
-                self._read_shallow()
+            self.ledger.used(key)
             return memo
         if key in self._in_progress:
-            self._read_shallow()  # a cycle: what it reads now depends on where the cycle was entered
+            self.ledger.provisional_read()  # a cycle: what it reads now depends on where the cycle was entered
             return _Result()
-        return self._tracked(key, lambda: self._function_result(key, context, owner, function, site))
+        return self.ledger.track(key, lambda: self._function_result(key, context, owner, function, site))
 
     def _function_result(self, key: tuple, context: str, owner: str, function: FunctionFacts, site: Ctx | None) -> _Result:
         self._in_progress.add(key)
-        self.reached.add((owner, function.name))
+        self.ledger.add(("reached", owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
+        self.ledger.read(module.path)
         self._touch(module)
         if not function.walked:
             self._needs_deep(module.path)
@@ -772,20 +759,16 @@ class Package:
         """Unresolved calls shape the verdict whatever is reported; the finding is kept only when selected."""
         rule = RULES[code]
         message = rule.message.format(detail=detail) + (f": {why}" if why else "")
-        self._unresolved_at.add((detail, module.path, line, call.span.col if call is not None else -1))
+        self.ledger.add(("unresolved", detail, module.path, line, call.span.col if call is not None else -1))
         if call is not None and self.keep(code):
-            key = (module.path, call.span.line, call.span.col, code)
-            found = Finding(module.path, call.span, code, message, step.split(" → ")[0])
-            known = self.extra_findings.get(key)
-            if known is None or (found.message, found.function) < (known.message, known.function):
-                self.extra_findings[key] = found  # one per place, the same whatever order the calls are judged in
+            self.ledger.add(("finding", Finding(module.path, call.span, code, message, step.split(" → ")[0])))
         status = {"block": Status.INELIGIBLE, "allow": Status.ELIGIBLE}.get(self.unknown, Status.UNKNOWN)
         result.absorb(status, [Reason((), code, message, module.path, line)], step)
 
     # ----- what lint reports -----------------------------------------------------------------------------------
     def internal_errors(self) -> list[SourceError]:
         """Every internal error met while indexing or judging, one line each, in file order."""
-        failures = dict(self._failures)
+        failures = {(path, where): detail for path, where, detail in self._report("failure")}
         for module in self.modules.values():
             for cls in module.classes.values():
                 if cls.error:
@@ -804,7 +787,7 @@ class Package:
     def reachable_findings(self) -> list[Finding]:
         """Findings in functions reached from some layer's forward, plus the unresolved calls met on the way."""
         found: list[Finding] = []
-        for owner, name in self.reached:
+        for owner, name in self._report("reached"):
             if owner in self.classes:
                 if self.classes[owner][1].skipped:
                     continue
@@ -822,6 +805,12 @@ class Package:
                     kept_out = () if waived else guards.keep_out(function, function.guard(index))
                     guard = kept_out[0] if kept_out else ()
                     found.append(replace(finding, condition=condition, guard=guard) if condition or guard else finding)
-        found.extend(self.extra_findings.values())
+        extra: dict[tuple[str, int, int, str], Finding] = {}
+        for (finding,) in self._report("finding"):  # one per place, the same whatever order the calls were judged in
+            key = (finding.path, finding.span.line, finding.span.col, finding.code)
+            known = extra.get(key)
+            if known is None or (finding.message, finding.function) < (known.message, known.function):
+                extra[key] = finding
+        found.extend(extra.values())
         found.sort(key=Finding.sort_key)
         return found

@@ -47,13 +47,17 @@ class CallSites:
         values each registers are its own)."""
         self.package = package
         self.dynamic: dict[str, list[tuple[Expr, Ctx]]] = {}
-        self.calls: dict[int, Expr] = {}  # id -> call expression, for the contexts of runs for one call (`Ctx`)
         self._cache: dict[str, list[Site]] = {}
         self._init_runners: dict[str, list[str]] | None = None
         if index is not None:
             self.static, self.self_calls, self.super_calls = index.static, index.self_calls, index.super_calls
             self.dynamic_sites, self.callees, self._by_owner = index.dynamic_sites, index.callees, index._by_owner
+            self.calls, self._ids = index.calls, index._ids
             return
+        # the calls that contexts of runs for one call (`Ctx`) name, by a number given per distinct call: the
+        # same in every process, so solved values keyed by contexts can be kept across runs
+        self.calls: list[Expr] = []
+        self._ids: dict[Expr, int] = {}
         self.static: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.self_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
         self.super_calls: dict[str, list[tuple[Expr, Ctx]]] = {}
@@ -65,6 +69,14 @@ class CallSites:
                 ctx = (module, summary.name, None)
                 for call in summary.calls:
                     self._index(call, ctx, summary, facts)
+
+    def call_id(self, call: Expr) -> int:
+        """The number of `call` in contexts: equal calls get one number (they bind their callee alike)."""
+        found = self._ids.get(call)
+        if found is None:
+            found = self._ids[call] = len(self.calls)
+            self.calls.append(call)
+        return found
 
     def register(self, found: dict[str, list[tuple[Expr, Ctx]]]) -> set[str]:
         """Calls through values, by what their callee was solved to. Returns the names whose call sites (`of`,

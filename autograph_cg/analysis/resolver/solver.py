@@ -122,8 +122,7 @@ class Solver:
     def _run_for(self, call: Expr, caller: Ctx, module: str, scope: str, skip: int) -> Ctx:
         self._prepare()
         assert self._sites is not None
-        self._sites.calls[id(call)] = call
-        return (module, scope, (id(call), caller, skip))
+        return (module, scope, (self._sites.call_id(call), caller, skip))
 
     def value_in(self, expr: Expr, ctx: Ctx) -> Value:
         return self._ask(("expr", expr, ctx))

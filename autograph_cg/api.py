@@ -13,7 +13,8 @@ from typing import Iterator
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
-from autograph_cg.analysis.runner import FactsCache, Indexer, ProgressSink, ResultCache, paused_gc, run_key, stamp_files
+from autograph_cg.analysis.runner import FactsCache, Indexer, ProgressSink, ResultCache, SolvedStore, Stamped, paused_gc, run_key, stamp_files
+from autograph_cg.analysis.solved import Solved
 from autograph_cg.analysis.verdicts import Status, Verdict
 from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
@@ -136,17 +137,22 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
         if isinstance(cached, Analysis):
             return cached
     facts_cache = FactsCache(cache_dir)
+    store = SolvedStore(cache_dir)
+    shape = run_key([(source, file_key, (0, 0)) for source, file_key, _ in stamped], repr(settings))  # files, not stamps
+    state = store.get(shape)
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
 
-        def judged(modules: list[ModuleFacts], solved: Package | None = None) -> Package:
+        def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] = frozenset()) -> Package:
             with _stack_room():  # the files are indexed with Python's own limit, which the parser's checks assume
-                package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead)
+                package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead, changed=changed)
                 package.compute_all()
             return package
 
-        modules, read_errors = indexer.index(stamped)
-        read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
-        package = judged(modules)
+        modules, read_errors = _index(indexer, stamped, state.deep if state is not None else frozenset())
+        stamps = {source.path: stamp for source, _, stamp in stamped}
+        changed = state.changed({m.path: stamps[m.path] for m in modules}) if state is not None else None
+        carried = state is not None and changed is not None and state.holds(modules, changed)
+        package = judged(modules, state.package, changed) if carried and state is not None and changed is not None else judged(modules)
         walked: set[str] = set()
         while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
             wanted = package.shallow_reached - walked
@@ -169,8 +175,20 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     summary = _summary(len(sources), files, lines, read_errors, findings, verdicts, plan)
     analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
     facts_cache.save(file_key for _, file_key, _ in stamped)
+    if not carried or (package.results() - package.kept) * 8 > package.results():  # a few judged again: kept as it was
+        files = {m.path: (stamps[m.path], m.digest) for m in modules}
+        store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package))
     results.put(key, analysis)
     return analysis
+
+
+def _index(indexer: Indexer, stamped: list[Stamped], deep: frozenset[str]) -> tuple[list[ModuleFacts], list[SourceError]]:
+    """Facts of every file; those the last run ended up indexing deeply (`deep`) are indexed so again at once."""
+    modules, errors = indexer.index([s for s in stamped if s[0].path not in deep])
+    if deep:
+        more, more_errors = indexer.index([s for s in stamped if s[0].path in deep], deep=True)
+        modules, errors = sorted(modules + more, key=lambda m: m.path), errors + more_errors
+    return modules, errors
 
 
 def _summary(

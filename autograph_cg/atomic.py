@@ -30,18 +30,21 @@ def atomic_file(
     text: bool = False,
     mode: int | None = None,
     before_replace: Callable[[str], None] | None = None,
+    durable: bool = True,
 ) -> Iterator[IO]:
     """Yield a file to write; when the block succeeds it is synced, given `mode`, checked and renamed over `target`.
 
     `before_replace(temp_path)` may raise to keep the old file (e.g. when it changed meanwhile). OSError from
-    creating the temporary file propagates unchanged.
+    creating the temporary file propagates unchanged. `durable=False` skips the syncs: for a file whose loss in a
+    power cut costs nothing but time (a cache, read back as a miss when damaged), they cost more than the write.
     """
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX)
     try:
         with (os.fdopen(fd, "w", encoding="utf-8", newline="\n") if text else os.fdopen(fd, "wb")) as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         if before_replace is not None:
@@ -51,4 +54,5 @@ def atomic_file(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)

@@ -195,6 +195,7 @@ class Package:
         self._on_deep = ahead  # told each file that `shallow_reached` gains
         # what each memoized result read and added (functions reached, AG9xx places, extra findings, internal errors)
         self.ledger = Ledger()
+        self.kept = 0  # memoized results kept from `solved`
         if solved is not None:
             self.solver, self.defaults, self.configured = solved.solver, solved.defaults, solved.configured
             self._carry(solved, changed)
@@ -205,6 +206,15 @@ class Package:
         self.defaults = Solver(self, defaults=True, index_from=self.solver)  # what holds when nobody passes anything: default-off flags
         self.configured = Solver(self, branches=self.defaults, sites_from=self.solver)  # what the default configuration builds
 
+    def __getstate__(self) -> dict:
+        """What a later run may keep (`solved.Solved`): the resolver's answers and the memoized results with their
+        ledger; not the facts, which the later run reads afresh."""
+        kept = ("solver", "defaults", "configured", "_class_memo", "_function_memo", "ledger", "_off")
+        return {name: self.__dict__[name] for name in kept}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     def _carry(self, solved: "Package", changed: frozenset[str]) -> None:
         """Keep what `solved` judged from facts that stay: a deeper index replaces only the bodies and sublayers it
         had not walked, and every result that read one of those (or a cycle's placeholder) is judged again; so is
@@ -214,8 +224,13 @@ class Package:
         self._class_memo = {q: v for q, v in solved._class_memo.items() if ledger.stands(q, changed)}
         self._function_memo = {k: v for k, v in solved._function_memo.items() if ledger.stands(k, changed)}
         self.ledger = ledger.kept(changed, [*self._class_memo, *self._function_memo])
+        self.kept = self.results()
         changed_modules = {m.module for m in self.modules.values() if m.path in changed}
         self._off = {k: v for k, v in solved._off.items() if k[0] not in changed_modules}
+
+    def results(self) -> int:
+        """How many verdicts and function results are memoized."""
+        return len(self._class_memo) + len(self._function_memo)
 
     def _needs_deep(self, path: str, read: bool = True) -> None:
         """Forward code reaches a file where something was not indexed (and, with `read`, what is being computed

@@ -115,3 +115,4 @@ class ModuleFacts:
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
     scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name
     errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk
+    digest: str = ""  # of what the resolver reads of the file (`solved.summary_digest`): equal, its answers hold

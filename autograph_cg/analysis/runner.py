@@ -24,6 +24,7 @@ from autograph_cg.atomic import atomic_file
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.failures import describe, message
 from autograph_cg.analysis.index import index_source
+from autograph_cg.analysis.solved import Solved, Stamp
 from autograph_cg.findings import SourceError
 from autograph_cg.sources import SourceFile, decode
 
@@ -45,8 +46,9 @@ def _build() -> str:
 
 BUILD = _build()
 CACHE_FILE = f"facts-{BUILD}.pickle"
-RESULT_FILE = f"results-{BUILD}.pickle"
-_OUR_FILES = ("facts-*.pickle", "results-*.pickle")  # earlier builds' caches are removed when this one writes
+#: What this tool writes in a cache folder (facts; answers and solved states, one file per key); files of another
+#: build are removed when this one writes
+_OUR_FILES = ("facts-*.pickle", "results-*.pickle", "solved-*.pickle")
 _POOL_THRESHOLD = 24  # below this many files, a pool costs more than it saves
 
 
@@ -81,13 +83,17 @@ def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool 
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """The analysis builds millions of long-lived objects (facts, values, memos) and little cyclic garbage: the
-    collector's full passes over them cost a tenth of a run and free almost nothing. Restored after."""
+    collector's full passes over them cost a tenth of a run and free almost nothing. Restored after, with what was
+    made meanwhile moved to the oldest generation unexamined: re-enabled as it was, the collector's next pass would
+    walk every one of them at once (2 s after a warm run of a large package, for nothing)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
@@ -119,7 +125,6 @@ def _read(path: str, real_path: str) -> bytes | SourceError:
         return SourceError(path, exc.strerror or str(exc))
 
 
-Stamp = tuple[int, int]  # (mtime_ns, size): a changed file changes one of them, as black and ruff assume
 Stamped = tuple[SourceFile, str, Stamp]  # a file, its cache key, its stamp
 
 
@@ -149,28 +154,30 @@ def run_key(stamped: list[Stamped], settings: str) -> str:
     return digest.hexdigest()
 
 
-def _load_pickle(folder: Path | None, name: str) -> dict | None:
+def _load_pickle(folder: Path | None, name: str, kind: type = dict) -> object | None:
+    """The object cached in `name` if it is a `kind`; None when absent, damaged or of another version."""
     if folder is None:
         return None
     try:
         with open(folder / name, "rb") as handle:
             loaded = pickle.load(handle)
-    except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, ImportError, IndexError, TypeError):
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, ImportError, IndexError, TypeError, KeyError):
         return None  # absent or from another version: a cache miss, never an error
-    return loaded if isinstance(loaded, dict) else None
+    return loaded if isinstance(loaded, kind) else None
 
 
 def _save_pickle(folder: Path, name: str, value: object) -> None:
-    """Atomically: a run killed while saving leaves the previous cache file intact."""
+    """Atomically: a run killed while saving leaves the previous cache file intact (not synced: a cache damaged by
+    a power cut is read as a miss)."""
     try:
         if not folder.is_dir():
             folder.mkdir(parents=True, exist_ok=True)
             (folder / ".gitignore").write_text("# Created by autograph-cg: its cache, never to commit.\n*\n")
-        with atomic_file(folder / name) as handle:
+        with atomic_file(folder / name, durable=False) as handle:
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
         for pattern in _OUR_FILES:
             for stale in folder.glob(pattern):
-                if stale.name not in (CACHE_FILE, RESULT_FILE):
+                if BUILD not in stale.name:
                     stale.unlink(missing_ok=True)
     except OSError as exc:  # a cache that cannot be written only costs speed
         print(f"autograph-cg: warning: cannot write cache in {folder}: {exc.strerror or exc}", file=sys.stderr)
@@ -208,24 +215,50 @@ class FactsCache:
         _save_pickle(self.folder, CACHE_FILE, {k: v for k, v in self.entries.items() if k in wanted})
 
 
-class ResultCache:
-    """Whole answers of recent runs by `run_key`: an unchanged package is answered without any analysis."""
+class _Keyed:
+    """Objects of one kind by key, one file each (writing one never rewrites the others), the newest `keep` kept."""
 
-    KEEP = 8
+    def __init__(self, folder: Path | None, prefix: str, kind: type, keep: int) -> None:
+        self.folder, self.prefix, self.kind, self.keep = folder, prefix, kind, keep
 
-    def __init__(self, folder: Path | None) -> None:
-        self.folder = folder
+    def _name(self, key: str) -> str:
+        return f"{self.prefix}-{BUILD}-{key}.pickle"
 
     def get(self, key: str) -> object | None:
-        return (_load_pickle(self.folder, RESULT_FILE) or {}).get(key)
+        return _load_pickle(self.folder, self._name(key), self.kind)
 
     def put(self, key: str, value: object) -> None:
         if self.folder is None:
             return
-        entries = _load_pickle(self.folder, RESULT_FILE) or {}
-        entries.pop(key, None)
-        entries[key] = value
-        _save_pickle(self.folder, RESULT_FILE, dict(list(entries.items())[-self.KEEP :]))
+        _save_pickle(self.folder, self._name(key), value)
+        mine = sorted(self.folder.glob(self._name("*")), key=_mtime, reverse=True)
+        for stale in mine[self.keep :]:
+            stale.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+class ResultCache(_Keyed):
+    """Whole answers of recent runs by `run_key`: an unchanged package is answered without any analysis."""
+
+    def __init__(self, folder: Path | None) -> None:
+        super().__init__(folder, "results", object, keep=8)
+
+
+class SolvedStore(_Keyed):
+    """The solved states of recent runs (`solved.Solved`) by the shape of the run (its files and settings)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        super().__init__(folder, "solved", Solved, keep=4)
+
+    def get(self, key: str) -> Solved | None:
+        found = super().get(key)
+        return found if isinstance(found, Solved) else None
 
 
 class Indexer:

@@ -70,6 +70,11 @@ class CallSites:
                 for call in summary.calls:
                     self._index(call, ctx, summary, facts)
 
+    def __getstate__(self) -> dict:
+        """Kept across runs without the package, whose facts the next run reads afresh; what is derived from both
+        (call sites by callee, the classes whose construction runs an `__init__`) is derived again."""
+        return {**self.__dict__, "package": None, "_cache": {}, "_init_runners": None}
+
     def call_id(self, call: Expr) -> int:
         """The number of `call` in contexts: equal calls get one number (they bind their callee alike)."""
         found = self._ids.get(call)

@@ -86,6 +86,10 @@ class Solver:
             self._top = {name.split(".", 1)[0] for name in self.package.modules}
         return self._top
 
+    def __getstate__(self) -> dict:
+        """Kept across runs without the package, whose facts the next run reads afresh (`rebind`)."""
+        return {**self.__dict__, "package": None, "_scopes_of": {}, "_stack": []}
+
     def rebind(self, package: PackageView) -> None:
         """Answer for `package`, a deeper index of the same files: what is solved stays solved."""
         self.package = package

@@ -1,0 +1,141 @@
+"""A run after an edit answers from the last run's solved state where the edit leaves every summary as it was, and
+gives exactly what a run from nothing gives; an edit that changes a summary is solved afresh."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograph_cg import api
+from autograph_cg.analysis.index import index_source
+from autograph_cg.analysis.resolver.sites import CallSites
+from autograph_cg.api import Analysis, Options, analyze
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("paddle_lm", "torch_lm")
+#: Lines put at the top of a forward's body that leave the file's summaries as they were
+QUIET = ("# an edit", "pass", "print({arg})")
+
+
+@pytest.fixture(autouse=True)
+def _cost_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AUTOGRAPH_CG_MIN_KERNELS", raising=False)
+
+
+def _copy(tmp_path: Path, package: str) -> Path:
+    return Path(shutil.copytree(ROOT / "fixtures" / package, tmp_path / package))
+
+
+def _answer(analysis: Analysis) -> tuple:
+    assert analysis.plan is not None
+    return (
+        analysis.findings,
+        analysis.verdicts,
+        analysis.plan.sites,
+        analysis.plan.skipped,
+        analysis.plan.unresolved,
+        analysis.plan.roots,
+        analysis.plan.notes,
+        analysis.errors,
+    )
+
+
+class _Spy:
+    """Which packages a run judged and whether the resolver indexed the call sites again (a fresh solve)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.packages: list[api.Package] = []
+        self.solves = 0
+        package_init, sites_init = api.Package.__init__, CallSites.__init__
+
+        def made(package: api.Package, *args: object, **kwargs: object) -> None:
+            package_init(package, *args, **kwargs)
+            self.packages.append(package)
+
+        def indexed(sites: CallSites, package: object, index: CallSites | None = None) -> None:
+            self.solves += index is None  # the main solver indexing the package's calls: a solve from nothing
+            sites_init(sites, package, index)
+
+        monkeypatch.setattr(api.Package, "__init__", made)
+        monkeypatch.setattr(CallSites, "__init__", indexed)
+
+
+def _edits(text: str) -> list[str]:
+    """The file with one quiet line put at the top of each forward's body, one edit per forward and line."""
+    out = []
+    for match in re.finditer(r"\n( +)def forward\(self, (\w+)[^\n]*:\n(?: +\"\"\"[^\n]*\"\"\"\n)?", text):
+        indent = match.group(1) + "    "
+        for line in QUIET:
+            out.append(text[: match.end()] + indent + line.format(arg=match.group(2)) + "\n" + text[match.end() :])
+    return out
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_quiet_edits_keep_the_resolver_and_answer_as_a_fresh_run(tmp_path: Path, package: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _copy(tmp_path, package)
+    cache = str(tmp_path / "cache")
+    analyze([str(root)], Options(cache_dir=cache))
+    edited = 0
+    for path in sorted(root.glob("*.py")):
+        original = path.read_text()
+        for text in _edits(original):
+            before = index_source(str(path), f"{package}.{path.stem}", False, original).digest
+            assert index_source(str(path), f"{package}.{path.stem}", False, text).digest == before, text
+            path.write_text(text)
+            with monkeypatch.context() as patch:
+                spy = _Spy(patch)
+                warm = analyze([str(root)], Options(cache_dir=cache))
+            assert spy.solves == 0 and spy.packages[0].kept > 0, "the resolver's answers were not kept"
+            assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False))), (path.name, text)
+            edited += 1
+        path.write_text(original)
+    assert edited >= 12
+
+
+def test_a_finding_added_where_a_forward_reaches_is_reported_and_judged(tmp_path: Path) -> None:
+    """ops.py's rotate_half gains a host sync: the attention that calls it is judged again, the rest is kept."""
+    root = _copy(tmp_path, "paddle_lm")
+    cache = str(tmp_path / "cache")
+    first = analyze([str(root)], Options(cache_dir=cache))
+    ops = root / "ops.py"
+    ops.write_text(ops.read_text().replace("    x1, x2 = paddle.chunk(x, 2, axis=-1)\n", "    print(x)\n    x1, x2 = paddle.chunk(x, 2, axis=-1)\n"))
+    warm = analyze([str(root)], Options(cache_dir=cache))
+    assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
+    line = ops.read_text().splitlines().index("    print(x)") + 1
+    assert [f.code for f in warm.findings if f.path == str(ops) and f.span.line == line] == ["AG106"]
+    changed = {q for q, v in warm.verdicts.items() if v != first.verdicts[q]}
+    assert "paddle_lm.attention.MultiHeadAttention" in changed and not [q for q in changed if ".mlp." in q]
+
+
+@pytest.mark.parametrize("edit", ["call", "new file", "removed file"])
+def test_an_edit_that_changes_what_the_resolver_reads_solves_afresh(tmp_path: Path, edit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _copy(tmp_path, "torch_lm")
+    cache = str(tmp_path / "cache")
+    analyze([str(root)], Options(cache_dir=cache))
+    if edit == "call":
+        ops = root / "ops.py"
+        ops.write_text(ops.read_text().replace("def apply_rotary(x, cos, sin):\n", "def apply_rotary(x, cos, sin):\n    x = rotate_half(rotate_half(x))\n"))
+    elif edit == "new file":
+        (root / "extra.py").write_text("import torch\n\n\nclass Extra(torch.nn.Module):\n    def forward(self, x):\n        return x.nonzero()\n")
+    else:
+        (root / "heads.py").unlink()
+    with monkeypatch.context() as patch:
+        spy = _Spy(patch)
+        warm = analyze([str(root)], Options(cache_dir=cache))
+    assert spy.solves > 0 and spy.packages[0].kept == 0
+    assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
+
+
+def test_a_damaged_solved_state_is_solved_afresh(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "paddle_lm")
+    cache = tmp_path / "cache"
+    analyze([str(root)], Options(cache_dir=str(cache)))
+    states = list(cache.glob("solved-*.pickle"))
+    assert len(states) == 1
+    states[0].write_bytes(states[0].read_bytes()[:1000])
+    (root / "norm.py").write_text((root / "norm.py").read_text() + "# edited\n")
+    warm = analyze([str(root)], Options(cache_dir=str(cache)))
+    assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))

@@ -1,12 +1,20 @@
 """Analyzer speed and results on the real-world corpus, against CPython's own parser as the bound.
 
-    python bench/analyzer_corpus.py [--jobs N] [--repeat R] [--corpus DIR]
+    python bench/analyzer_corpus.py [--jobs N] [--repeat R] [--corpus DIR] [--files N] [--edits K]
 
 Prints: the best time of reading and ``ast.parse``-ing every corpus file in a pool of N processes; the
 cold ``autograph-cg lint`` time (fresh cache dir) with N processes and its ratio to ``ast.parse``; the
 warm time (same cache, nothing changed) and whether it reports the same; findings per rule family;
 verdict counts; and the files that made the analyzer fail although CPython parses them (must be 0).
-Exit status 1 when the analyzer cannot be run or crashed on a parseable file.
+
+The pre-commit path: `--files N` draws N corpus files at random (seeded) and checks that each, analyzed as a
+hook analyzes it (the file named alone, so its package comes with it), gets exactly what the run over its whole
+package reports for it: findings, the verdicts of its classes, its sites (what `rewrite --check FILE` decides).
+`--edits K` copies the corpus, solves each package once with a cache, then edits K files with a forward at
+random, one at a time (a comment line, then a line printing a tensor, at the top of a forward's body; each
+leaves the summaries as they were), and times the commands a hook runs on the edited file, `lint FILE` and
+`rewrite --check FILE`, and `lint` over the whole corpus; each answer is checked against a run without cache.
+Exit status 1 when the analyzer cannot be run, crashed on a parseable file, or a file or edit check failed.
 """
 
 from __future__ import annotations
@@ -15,6 +23,9 @@ import argparse
 import ast
 import json
 import os
+import random
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +37,7 @@ from pathlib import Path
 from corpus import CorpusRoot, fetch_all, python_files
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 
 class BenchError(Exception):
@@ -94,6 +106,95 @@ def time_lint(roots: list[CorpusRoot], jobs: int, repeat: int, workdir: Path) ->
     return cold, warm, cold_report, warm_report
 
 
+def _file_answer(analysis, path: str) -> tuple:
+    """What a run says about one file: its findings, its classes' verdicts, its sites and skipped sites."""
+    assert analysis.plan is not None
+    return (
+        [f for f in analysis.findings if f.path == path],
+        {q: v for q, v in analysis.verdicts.items() if v.path == path},
+        [s for s in analysis.plan.sites if s.path == path],
+        [s for s in analysis.plan.skipped if s.path == path],
+    )
+
+
+def check_files(roots: list[CorpusRoot], count: int, seed: int, jobs: int, workdir: Path) -> list[str]:
+    """`count` random files analyzed as a hook does, each against its package's whole run: the mismatches."""
+    from autograph_cg.api import Options, analyze
+    from autograph_cg.sources import package_root
+
+    files = [str(f) for f in python_files(roots)]
+    chosen = random.Random(seed).sample(files, min(count, len(files)))
+    options = Options(cache_dir=str(workdir / "files-cache"), jobs=jobs)
+    wholes: dict[str, object] = {}
+    bad: list[str] = []
+    for path in chosen:
+        package = package_root(path)
+        if package not in wholes:
+            wholes[package] = analyze([package], options)
+        alone = analyze([path], options)
+        shown = next((f for f in alone.files if os.path.samefile(f, path)), None)
+        expected = _file_answer(wholes[package], shown) if shown is not None else None
+        if shown is None or _file_answer(alone, shown) != expected:
+            bad.append(path)
+    print(f"files: {len(chosen)} drawn (seed {seed}) from {len(wholes)} packages; answered as the whole package: "
+          f"{len(chosen) - len(bad)}, differing: {len(bad)}")
+    return bad
+
+
+_EDITS = ("# an edit", "print({arg})")
+
+
+def _cli(args: list[str], cwd: Path, jobs: int, cache: Path | None) -> tuple[float, str, int]:
+    cache_args = ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
+    cmd = [sys.executable, "-m", "autograph_cg", *args, "--jobs", str(jobs), *cache_args, "-q", "--no-color"]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    if proc.returncode not in (0, 1):
+        raise BenchError(f"{' '.join(args[:2])} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return time.perf_counter() - start, proc.stdout, proc.returncode
+
+
+def time_edits(roots: list[CorpusRoot], count: int, seed: int, jobs: int, workdir: Path) -> bool:
+    """Edit `count` random files with a forward, one edit at a time, and time a hook's commands on each."""
+    copy = workdir / "corpus"
+    tops = []
+    for root in roots:
+        for top in root.top_level:
+            shutil.copytree(root.path / top, copy / root.name / top)
+            tops.append(f"{root.name}/{top}")
+    cache = workdir / "edits-cache"
+    files = sorted(p for p in copy.rglob("*.py") if re.search(_FORWARD, p.read_text(errors="replace")))
+    chosen = random.Random(seed).sample(files, min(count, len(files)))
+    for path in sorted({str(Path(*p.relative_to(copy).parts[:2])) for p in chosen}):
+        _cli(["lint", path], copy, jobs, cache)  # the package solved once, as the hook's last run left it
+    _cli(["lint", *tops], copy, jobs, cache)
+    times: dict[str, list[float]] = {"lint FILE": [], "rewrite --check FILE": [], "lint corpus": []}
+    same = True
+    for path in chosen:
+        rel = str(path.relative_to(copy))
+        original = path.read_text()
+        match = random.Random(f"{seed}{rel}").choice(list(re.finditer(_FORWARD, original)))
+        for line in _EDITS:
+            indent = match.group(1) + "    "
+            path.write_text(original[: match.end()] + indent + line.format(arg=match.group(2)) + "\n" + original[match.end() :])
+            for name, args in (("lint FILE", ["lint", rel]), ("rewrite --check FILE", ["rewrite", "--check", rel])):
+                elapsed, out, code = _cli(args, copy, jobs, cache)
+                times[name].append(elapsed)
+                _, fresh, fresh_code = _cli(args, copy, jobs, None)
+                same = same and (out, code) == (fresh, fresh_code)
+            times["lint corpus"].append(_cli(["lint", *tops], copy, jobs, cache)[0])
+        path.write_text(original)
+    for name, values in times.items():
+        values.sort()
+        print(f"one file edited, {name:22}: median {values[len(values) // 2]:5.2f} s, worst {values[-1]:5.2f} s "
+              f"({len(values)} edits of {len(chosen)} files)")
+    print(f"edited runs answer as runs without cache: {'yes' if same else 'NO'}")
+    return same
+
+
+_FORWARD = r"\n( +)def forward\(self, (\w+)[^\n]*:\n"
+
+
 def _comparable(report: dict) -> tuple:
     """What a warm run must reproduce exactly: the summary and every finding."""
     findings = sorted(json.dumps(f, sort_keys=True) for f in report.get("findings", []))
@@ -109,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus cache (default: see bench/corpus.py)")
+    parser.add_argument("--files", type=int, default=0, help="check N random files against their package's run")
+    parser.add_argument("--edits", type=int, default=0, help="time a hook's commands after editing K random files")
+    parser.add_argument("--seed", type=int, default=24, help="for the files drawn (default 24)")
+    parser.add_argument("--skip-cold", action="store_true", help="leave out the cold and warm runs of the whole corpus")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.repeat < 1:
         print("analyzer_corpus: --jobs and --repeat must be at least 1", file=sys.stderr)
@@ -122,6 +227,19 @@ def main(argv: list[str] | None = None) -> int:
     files = python_files(roots)
     lines = sum(r.lines for r in roots)
     print(f"corpus: {len(files)} files, {lines} lines in {len(roots)} distributions ({roots[0].path.parent})")
+
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="autograph-cg-bench-") as tmp:
+        try:
+            if args.files:
+                ok = not check_files(roots, args.files, args.seed, args.jobs, Path(tmp)) and ok
+            if args.edits:
+                ok = time_edits(roots, args.edits, args.seed, args.jobs, Path(tmp)) and ok
+        except BenchError as exc:
+            print(f"analyzer_corpus: {exc}", file=sys.stderr)
+            return 1
+    if args.skip_cold:
+        return 0 if ok else 1
 
     parse_s, rejected = time_ast_parse(files, args.jobs, args.repeat)
     print(
@@ -151,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"analyzer errors: {len(errors)} ({len(errors) - len(crashes)} on files CPython rejects too); crashes: {len(crashes)}")
     for err in crashes[:20]:
         print(f"  crash: {err['path']}: {err['message']}")
-    return 0 if not crashes and same else 1
+    return 0 if not crashes and same and ok else 1
 
 
 if __name__ == "__main__":

@@ -208,11 +208,13 @@ class FactsCache:
         self.dirty = True
 
     def save(self, keep: Iterable[str]) -> None:
-        """Write the entries of the files in `keep` back (files gone since are dropped)."""
+        """Write the entries back: those of this run's files (`keep`) and of other files that still exist (a run over
+        one package must not cost the next run over a larger tree its facts); files gone since are dropped."""
         if self.folder is None or not self.dirty:
             return
         wanted = set(keep)
-        _save_pickle(self.folder, CACHE_FILE, {k: v for k, v in self.entries.items() if k in wanted})
+        kept = {k: v for k, v in self.entries.items() if k in wanted or os.path.exists(k.split("\0", 1)[0])}
+        _save_pickle(self.folder, CACHE_FILE, kept)
 
 
 class _Keyed:

@@ -139,3 +139,26 @@ def test_a_damaged_solved_state_is_solved_afresh(tmp_path: Path) -> None:
     (root / "norm.py").write_text((root / "norm.py").read_text() + "# edited\n")
     warm = analyze([str(root)], Options(cache_dir=str(cache)))
     assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
+
+
+def test_a_run_over_one_package_keeps_the_facts_of_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook's run over one package of a tree, then an edit and a run over the tree: only the edited file is read."""
+    from autograph_cg.analysis import runner
+
+    tree = tmp_path / "tree"
+    for package in PACKAGES:
+        shutil.copytree(ROOT / "fixtures" / package, tree / package)
+    cache = str(tmp_path / "cache")
+    analyze([str(tree)], Options(cache_dir=cache, jobs=1))
+    for package in PACKAGES:  # an edit in each: the run over paddle_lm reads one file and writes the cache
+        norm = tree / package / "norm.py"
+        norm.write_text(norm.read_text() + "# edited\n")
+        if package == "paddle_lm":
+            analyze([str(tree / package)], Options(cache_dir=cache, jobs=1))
+    indexed: list[str] = []
+    monkeypatch.setattr(runner, "index_source", lambda *a, **k: indexed.append(a[0]) or index_source(*a, **k))
+    again = analyze([str(tree)], Options(cache_dir=cache, jobs=1))
+    assert indexed == [str(norm)]
+    monkeypatch.undo()
+    monkeypatch.delenv("AUTOGRAPH_CG_MIN_KERNELS", raising=False)
+    assert _answer(again) == _answer(analyze([str(tree)], Options(use_cache=False)))

@@ -142,17 +142,21 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     state = store.get(shape)
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
 
-        def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] = frozenset()) -> Package:
+        def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] = frozenset(), summaries: frozenset[tuple[str, str]] = frozenset()) -> Package:
             with _stack_room():  # the files are indexed with Python's own limit, which the parser's checks assume
-                package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead, changed=changed)
+                package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead, changed=changed, summaries=summaries)
                 package.compute_all()
             return package
 
         modules, read_errors = _index(indexer, stamped, state.deep if state is not None else frozenset())
         stamps = {source.path: stamp for source, _, stamp in stamped}
         changed = state.changed({m.path: stamps[m.path] for m in modules}) if state is not None else None
-        carried = state is not None and changed is not None and state.holds(modules, changed)
-        package = judged(modules, state.package, changed) if carried and state is not None and changed is not None else judged(modules)
+        summaries = state.summaries_changed(modules, changed) if state is not None and changed is not None else None
+        carried = state is not None and changed is not None and summaries is not None
+        if state is not None and changed is not None and summaries is not None:  # the edits left every frame as it was
+            package = judged(modules, state.package, changed, frozenset(summaries))
+        else:
+            package = judged(modules)
         walked: set[str] = set()
         while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
             wanted = package.shallow_reached - walked
@@ -176,7 +180,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
     facts_cache.save(file_key for _, file_key, _ in stamped)
     if not carried or (package.results() - package.kept) * 8 > package.results():  # a few judged again: kept as it was
-        files = {m.path: (stamps[m.path], m.digest) for m in modules}
+        files = {m.path: (stamps[m.path], m.digests) for m in modules}
         store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package))
     results.put(key, analysis)
     return analysis

@@ -11,7 +11,7 @@ import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Callable, Iterable
+from typing import Callable, Hashable, Iterable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis import guards
@@ -160,11 +160,13 @@ class Package:
         solved: "Package | None" = None,
         ahead: Callable[[str], None] | None = None,
         changed: frozenset[str] = frozenset(),
+        summaries: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         """`solved`: an earlier package of the same files, some of them indexed less deeply, or edited since (the
-        files `changed`) without a change to any summary. Its resolver answers hold here too (the resolver reads the
-        summaries of every body, which a deeper index of a file does not change), and so do its verdicts and function
-        results that read nothing a deeper index replaces and no file of `changed`: all are kept.
+        files `changed`, whose summaries `summaries` changed, as (module, scope); their frames did not). Its resolver
+        answers hold here too, but for those that read a changed summary (the resolver reads the summaries of every
+        body, which a deeper index of a file does not change), and so do its verdicts and function results that read
+        nothing a deeper index replaces, no file of `changed` and no resolver answer dropped: all are kept.
         `ahead`: told each file that forward code needs indexed deeply, as soon as it is found (to start on it)."""
         self.modules = {m.module: m for m in modules}
         self.capturable = capturable  # names (or fnmatch patterns) outside the package the user vouches for
@@ -185,7 +187,6 @@ class Package:
         self._method_memo: dict[tuple[str, str, bool], tuple[str, FunctionFacts] | None] = {}
         self._layer: dict[str, bool] = {}
         self._function_memo: dict[tuple[str, str, str], _Result] = {}
-        self._off: dict[tuple[str, str, int], bool] = {}  # (module, function, condition) -> off by default
         self._ahead: set[tuple[str, str]] = set()  # bodies whose callees' files were asked for ahead
         self._in_progress: set[tuple[str, str, str]] = set()
         self._class_memo: dict[str, Verdict] = {}
@@ -198,35 +199,57 @@ class Package:
         self.kept = 0  # memoized results kept from `solved`
         if solved is not None:
             self.solver, self.defaults, self.configured = solved.solver, solved.defaults, solved.configured
-            self._carry(solved, changed)
             for solver in (self.solver, self.defaults, self.configured):
-                solver.rebind(self)
+                solver.rebind(self, self._asking)
+            self._carry(solved, changed, self._refresh(summaries) if summaries else set())
             return
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True, index_from=self.solver)  # what holds when nobody passes anything: default-off flags
         self.configured = Solver(self, branches=self.defaults, sites_from=self.solver)  # what the default configuration builds
+        for solver in (self.solver, self.defaults, self.configured):
+            solver.asker = self._asking
+
+    def _asking(self) -> Hashable | None:
+        """The result asking the resolver now: it reads the answers it gets (see `Solver.forget`)."""
+        return self.ledger.current()
 
     def __getstate__(self) -> dict:
         """What a later run may keep (`solved.Solved`): the resolver's answers and the memoized results with their
         ledger; not the facts, which the later run reads afresh."""
-        kept = ("solver", "defaults", "configured", "_class_memo", "_function_memo", "ledger", "_off")
+        kept = ("solver", "defaults", "configured", "_class_memo", "_function_memo", "ledger")
         return {name: self.__dict__[name] for name in kept}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
 
-    def _carry(self, solved: "Package", changed: frozenset[str]) -> None:
+    def _refresh(self, summaries: frozenset[tuple[str, str]]) -> set[Hashable]:
+        """The resolver after an edit of `summaries`: what read them is dropped, the calls of their modules are
+        indexed again and the calls through values found again; the results that asked for a dropped answer."""
+        sites = self.solver.sites
+        by_name, through_self = sites.reindex({module for module, _ in summaries})
+        names = set(by_name)
+        for cls in by_name & self.classes.keys():  # constructing a class runs the __init__ it inherits
+            runs = sites.method_owner(cls, "__init__")
+            if runs is not None:
+                names.add(f"{runs}.__init__")
+        solvers = (self.solver, self.defaults, self.configured)
+        for solver in solvers:
+            solver.refresh(summaries, names, through_self)
+        self.solver.rediscover([self.configured])
+        return set().union(*(solver.forgotten for solver in solvers))
+
+    def _carry(self, solved: "Package", changed: frozenset[str], dropped: set[Hashable]) -> None:
         """Keep what `solved` judged from facts that stay: a deeper index replaces only the bodies and sublayers it
         had not walked, and every result that read one of those (or a cycle's placeholder) is judged again; so is
-        every result that read a file of `changed` (edited since). What is reported is what the results of this
-        package add up to (`Ledger.live`), so kept parts add up to what judging all again would give."""
+        every result that read a file of `changed` (edited since) or asked the resolver for an answer `dropped`.
+        What is reported is what the results of this package add up to (`Ledger.live`), so kept parts add up to what
+        judging all again would give."""
         ledger = solved.ledger
-        self._class_memo = {q: v for q, v in solved._class_memo.items() if ledger.stands(q, changed)}
-        self._function_memo = {k: v for k, v in solved._function_memo.items() if ledger.stands(k, changed)}
-        self.ledger = ledger.kept(changed, [*self._class_memo, *self._function_memo])
+        keep = ledger.standing([*solved._class_memo, *solved._function_memo], changed, dropped)
+        self._class_memo = {q: v for q, v in solved._class_memo.items() if q in keep}
+        self._function_memo = {k: v for k, v in solved._function_memo.items() if k in keep}
+        self.ledger = ledger.kept(keep)
         self.kept = self.results()
-        changed_modules = {m.module for m in self.modules.values() if m.path in changed}
-        self._off = {k: v for k, v in solved._off.items() if k[0] not in changed_modules}
 
     def results(self) -> int:
         """How many verdicts and function results are memoized."""
@@ -506,16 +529,12 @@ class Package:
 
     def _off_conditions(self, module: ModuleFacts, function: FunctionFacts) -> Callable[[int], bool]:
         """Whether a condition of `function` is off when nothing is passed and no flag is set: asked of the
-        defaults solver when first needed, once per run."""
+        defaults solver (which memoizes it) each time, so that every result that relies on it reads it."""
 
         def off(index: int) -> bool:
-            key = (module.module, function.qualname, index)
-            known = self._off.get(key)
-            if known is None:
-                condition = function.conditions[index]
-                holds = self.defaults.truth(condition.expr, module.module, function.qualname)
-                known = self._off[key] = holds is not None and holds == condition.negated
-            return known
+            condition = function.conditions[index]
+            holds = self.defaults.truth(condition.expr, module.module, function.qualname)
+            return holds is not None and holds == condition.negated
 
         return off
 

@@ -11,6 +11,8 @@ from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
 from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.findings import Finding, Span
 
+Digests = tuple[str, dict[str, str]]  # (the frame's digest, each summary's by scope name)
+
 
 @dataclass(frozen=True)
 class CallRef:
@@ -115,4 +117,6 @@ class ModuleFacts:
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
     scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name
     errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk
-    digest: str = ""  # of what the resolver reads of the file (`solved.summary_digest`): equal, its answers hold
+    # what the resolver reads of the file (`solved.digests`): of its frame (imports, names, classes' bases and
+    # attributes) and of each summary, by scope name; equal, the resolver's answers hold
+    digests: "Digests | None" = None

@@ -20,7 +20,7 @@ from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
 from autograph_cg.analysis.resolver.summarize import Summarizer
 from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name
-from autograph_cg.analysis.solved import summary_digest
+from autograph_cg.analysis.solved import digests
 from autograph_cg.analysis.suppressions import scan
 from autograph_cg.sources import parse
 
@@ -95,7 +95,7 @@ def index_source(
         scopes=summaries.scopes,
         errors=tuple(summaries.errors),
     )
-    return replace(facts, digest=summary_digest(facts))
+    return replace(facts, digests=digests(facts))
 
 
 class _Summaries:

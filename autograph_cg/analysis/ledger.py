@@ -89,17 +89,35 @@ class Ledger:
             yield from self.added.get(key, ())
             todo.extend(self.uses.get(key, ()))
 
-    def stands(self, key: Hashable, changed: frozenset[str]) -> bool:
-        """Whether result `key` holds in a later round or run where the files `changed` changed."""
-        return key in self.files and key not in self.provisional and not (changed and self.files[key] & changed)
+    def current(self) -> Hashable | None:
+        """The result being computed, if any."""
+        return self._stack[-1].key if self._stack else None
 
-    def kept(self, changed: frozenset[str], keys: Iterable[Hashable]) -> "Ledger":
-        """A ledger of the results among `keys` that stand where the files `changed` changed."""
+    def standing(self, keys: Iterable[Hashable], changed: frozenset[str], dropped: set[Hashable]) -> set[Hashable]:
+        """The results among `keys` that hold in a later round or run where the files `changed` changed and the
+        results `dropped` (they read resolver answers that changed) do not: not provisional, reading no changed
+        file, using no dropped result, directly or through others."""
+        keys = set(keys)
+        bad = {k for k in keys if k not in self.files or k in self.provisional or (changed and self.files[k] & changed)}
+        bad |= dropped & keys
+        users: dict[Hashable, list[Hashable]] = {}
+        for key in keys:
+            for used in self.uses.get(key, ()):
+                users.setdefault(used, []).append(key)
+        todo = list(bad | dropped)
+        while todo:
+            for user in users.get(todo.pop(), ()):
+                if user not in bad:
+                    bad.add(user)
+                    todo.append(user)
+        return keys - bad
+
+    def kept(self, keys: set[Hashable]) -> "Ledger":
+        """A ledger of the results `keys` only."""
         out = Ledger()
         for key in keys:
-            if self.stands(key, changed):
-                out.files[key] = self.files[key]
-                out.uses[key] = self.uses[key]
-                if key in self.added:
-                    out.added[key] = self.added[key]
+            out.files[key] = self.files[key]
+            out.uses[key] = self.uses[key]
+            if key in self.added:
+                out.added[key] = self.added[key]
         return out

@@ -2,8 +2,9 @@
 
 An edit that leaves every file's summaries as they were (a comment, a line in a body that calls nothing new, a
 finding added or fixed) cannot change what the resolver answers: those answers are loaded, and of the verdicts
-and function results only those that read an edited file are judged again (`Ledger`). An edit that changes a
-summary (a new call, a new assignment, a new class) solves the package afresh.
+and function results only those that read an edited file are judged again (`Ledger`). An edit that changes
+summaries but not what a file imports or defines drops the answers that read them (`Solver.forget`). An edit of a
+file's frame, or a file added or removed, solves the package afresh.
 
 The state is kept by `runner.SolvedStore`, one per shape of run (the files analyzed and the settings).
 """
@@ -15,7 +16,7 @@ import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from autograph_cg.analysis.facts import ModuleFacts
+from autograph_cg.analysis.facts import Digests, ModuleFacts
 
 if TYPE_CHECKING:
     from autograph_cg.analysis.eligibility import Package
@@ -23,20 +24,24 @@ if TYPE_CHECKING:
 Stamp = tuple[int, int]  # (mtime_ns, size): a changed file changes one of them, as black and ruff assume
 
 
-def summary_digest(facts: ModuleFacts) -> str:
-    """A digest of everything of a file that the resolver (and the package's name resolution) reads: its imports,
-    its summaries, its classes' names, bases, class attributes and method names, its functions' names. Bodies'
-    findings, calls as the verdict pass reads them, and positions are left out: they are read per result."""
+def digests(facts: ModuleFacts) -> Digests:
+    """Digests of what the resolver (and the package's name resolution) reads of a file: its frame (imports, the
+    names it defines, its classes' bases, class attributes and method names) and each summary. Bodies' findings,
+    calls as the verdict pass reads them, and positions are left out: they are read per result."""
     classes = tuple((c.name, c.qualname, c.bases, tuple(c.methods), c.attrs, c.has_init) for c in facts.classes.values())
-    read = (facts.module, facts.framework, facts.imports, facts.star_imports, facts.optional_imports, classes, tuple(facts.functions), facts.scopes)
-    return hashlib.blake2b(pickle.dumps(read, protocol=pickle.HIGHEST_PROTOCOL), digest_size=16).hexdigest()
+    frame = (facts.module, facts.framework, facts.imports, facts.star_imports, facts.optional_imports, classes, tuple(facts.functions), tuple(facts.scopes))
+    return _digest(frame), {name: _digest(summary) for name, summary in facts.scopes.items()}
+
+
+def _digest(value: object) -> str:
+    return hashlib.blake2b(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), digest_size=12).hexdigest()
 
 
 @dataclass
 class Solved:
     """A package's answers after a run, and what they were computed from."""
 
-    files: dict[str, tuple[Stamp, str]]  # path -> (stamp, summary digest) of every file the run read
+    files: dict[str, tuple[Stamp, Digests | None]]  # path -> (stamp, digests) of every file the run read
     deep: frozenset[str]  # files indexed deeply by the end of the run (indexed so again when they change)
     package: "Package"  # its resolver state and memoized results (`Package.__getstate__`)
 
@@ -46,6 +51,15 @@ class Solved:
             return None
         return frozenset(path for path, stamp in stamps.items() if self.files[path][0] != stamp)
 
-    def holds(self, modules: list[ModuleFacts], changed: frozenset[str]) -> bool:
-        """Whether the resolver's answers hold for `modules`: no edited file's summaries changed."""
-        return all(m.digest and m.digest == self.files[m.path][1] for m in modules if m.path in changed)
+    def summaries_changed(self, modules: list[ModuleFacts], changed: frozenset[str]) -> set[tuple[str, str]] | None:
+        """The summaries of the edited files that changed, as (module, scope); None when the frame of one changed
+        (what it imports or defines, a class's bases): then the package is solved afresh."""
+        found: set[tuple[str, str]] = set()
+        for module in modules:
+            if module.path not in changed:
+                continue
+            old, new = self.files[module.path][1], module.digests
+            if old is None or new is None or old[0] != new[0]:
+                return None
+            found.update((module.module, name) for name in old[1].keys() | new[1].keys() if old[1].get(name) != new[1].get(name))
+        return found

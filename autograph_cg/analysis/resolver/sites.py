@@ -75,6 +75,39 @@ class CallSites:
         (call sites by callee, the classes whose construction runs an `__init__`) is derived again."""
         return {**self.__dict__, "package": None, "_cache": {}, "_init_runners": None}
 
+    def reindex(self, modules: set[str]) -> tuple[set[str], set[str]]:
+        """Index the calls of `modules` again (their summaries changed), each list in the order a fresh index gives
+        it. Returns the names whose calls by name changed, and the method names whose `self.`/`super().` calls did;
+        calls through values are found again by the solver (`Solver.rediscover`)."""
+        tables = (self.static, self.self_calls, self.super_calls)
+        before = [{name: list(found) for name, found in table.items() if any(ctx[0] in modules for _, ctx in found)} for table in tables]
+        for table, old in zip(tables, before):
+            for name in old:
+                table[name] = [entry for entry in table[name] if entry[1][0] not in modules]
+        self.dynamic_sites[:] = [entry for entry in self.dynamic_sites if entry[1][0] not in modules]
+        for key in [k for k in self.callees if k[0] in modules]:
+            del self.callees[key]
+        sizes = [{name: len(found) for name, found in table.items()} for table in tables]
+        for module in modules:
+            facts = self.package.modules[module]
+            for summary in facts.scopes.values():
+                ctx = (module, summary.name, None)
+                for call in summary.calls:
+                    self._index(call, ctx, summary, facts)
+        position = _Positions(self.package)
+        changed: list[set[str]] = []
+        for table, old, size in zip(tables, before, sizes):
+            found = set()
+            for name in old.keys() | {n for n, entries in table.items() if len(entries) != size.get(n, 0)}:
+                table[name].sort(key=position)
+                if table[name] != old.get(name, []):
+                    found.add(name)
+            changed.append(found)
+        self.dynamic_sites.sort(key=position)
+        self._cache.clear()
+        self._by_owner.clear()
+        return changed[0], changed[1] | changed[2]
+
     def call_id(self, call: Expr) -> int:
         """The number of `call` in contexts: equal calls get one number (they bind their callee alike)."""
         found = self._ids.get(call)
@@ -193,6 +226,22 @@ class CallSites:
                 return True
             current = facts.scopes.get(current.parent) if current.parent else None
         return False
+
+
+class _Positions:
+    """Where a fresh index puts a call: modules in the package's order, then summaries, then calls in each."""
+
+    def __init__(self, package: PackageView) -> None:
+        self.package = package
+        self.modules = {name: i for i, name in enumerate(package.modules)}
+        self.scopes: dict[str, dict[str, int]] = {}
+
+    def __call__(self, entry: tuple[Expr, Ctx]) -> tuple[int, int, int]:
+        call, (module, scope, _) = entry
+        order = self.scopes.get(module)
+        if order is None:
+            order = self.scopes[module] = {name: i for i, name in enumerate(self.package.modules[module].scopes)}
+        return self.modules[module], order[scope], self.package.modules[module].scopes[scope].calls.index(call)
 
 
 def _static_name(facts: ModuleFacts, name: str) -> str | None:

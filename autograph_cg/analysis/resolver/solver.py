@@ -15,7 +15,7 @@ default build (`self.q_proj` is a Linear unless `config.tensor_parallel_degree >
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Hashable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ModuleFacts
@@ -79,6 +79,10 @@ class Solver:
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._top: set[str] | None = None
         self._getitem_calls: dict[Expr, Expr] = {}  # `table[key]` -> the `__getitem__` call it makes (kept: its id is a context's)
+        # names the result of the verdict pass that asks from outside (which then reads what it asked for)
+        self.asker: Callable[[], Hashable | None] | None = None
+        self._askers: dict[Any, set[Hashable]] = {}  # node (or summary, call sites) -> the results that asked for it
+        self.forgotten: set[Hashable] = set()  # results that asked for a value `forget` dropped
 
     def _roots(self) -> set[str]:
         """The package's top-level names: a name under them that is not found is unknown, not outside code."""
@@ -88,14 +92,22 @@ class Solver:
 
     def __getstate__(self) -> dict:
         """Kept across runs without the package, whose facts the next run reads afresh (`rebind`)."""
-        return {**self.__dict__, "package": None, "_scopes_of": {}, "_stack": []}
+        return {**self.__dict__, "package": None, "_scopes_of": {}, "_stack": [], "asker": None, "forgotten": set()}
 
-    def rebind(self, package: PackageView) -> None:
-        """Answer for `package`, a deeper index of the same files: what is solved stays solved."""
+    def rebind(self, package: PackageView, asker: "Callable[[], Hashable | None] | None") -> None:
+        """Answer for `package`, a deeper index of the same files or a later run's: what is solved stays solved."""
         self.package = package
+        self.asker = asker
         self._scopes_of.clear()
         if self._sites is not None:
             self._sites.package = package
+
+    @property
+    def sites(self) -> CallSites:
+        """The package's call sites, found (calls through values too) when first asked."""
+        self._prepare()
+        assert self._sites is not None
+        return self._sites
 
     def _function_scope(self, qual: str) -> tuple[str, str] | None:
         if qual not in self._scopes_of:
@@ -210,10 +222,42 @@ class Solver:
         facts = self.package.modules.get(module)
         if facts is None:
             return None
-        found = facts.scopes.get(name)
+        found = self._summary(facts, name)
         if found is None and name != MODULE_SCOPE and not facts.deep:
             self.package.note_shallow(facts)
         return found
+
+    def _summary(self, facts: ModuleFacts, name: str) -> ScopeSummary | None:
+        """A summary, as the node being computed (or the result asking) reads it: redone when it changes (`forget`)."""
+        self._read(("scope", facts.module, name))
+        return facts.scopes.get(name)
+
+    # ----- kept across runs ---------------------------------------------------------------------------------------
+    def forget(self, reads: list[Any]) -> None:
+        """Drop what read any of `reads` (nodes, or ("scope", module, name), ("globals", module), ("sites", qual)):
+        solved again when next asked. The results of the verdict pass that asked for a dropped value are noted in
+        `forgotten`."""
+        for key in reads:
+            if key[0] == "globals":
+                self._globals.pop(key[1], None)
+            self.forgotten.update(self._askers.pop(key, ()))
+        self._forget([self._dependents.pop(key, ()) for key in reads])
+
+    def refresh(self, summaries: frozenset[tuple[str, str]], names: set[str], methods: set[str]) -> None:
+        """Drop what read the `summaries` (module, scope) edited since its values were solved, or the call sites
+        that changed with them: of the functions and classes `names`, and of the methods called `methods` through
+        `self.` or `super()`."""
+        reads: list[Any] = [("scope", module, name) for module, name in summaries]
+        reads += [("globals", module) for module in {module for module, _ in summaries}]
+        reads += [("sites", name) for name in names]
+        reads += [key for key in self._dependents if key[0] == "sites" and key[1].rpartition(".")[2] in methods]
+        self.forget(reads)
+
+    def rediscover(self, sharing: "list[Solver]") -> None:
+        """Find the calls through values again after `forget` (what the solvers in `sharing`, which use these call
+        sites, read of the sites that changed is dropped too)."""
+        assert self._sites is not None
+        self._discover(self._sites, sharing)
 
     # ----- the fixed point -----------------------------------------------------------------------------------------
     def _ask(self, key: Any) -> Value:
@@ -245,13 +289,16 @@ class Solver:
         return self._values[key]
 
     def _read(self, key: Any) -> None:
-        """The node being computed reads `key` (a node, or a function's call sites): it is recomputed when that grows."""
+        """The node being computed reads `key` (a node, or a function's call sites): it is recomputed when that grows.
+        Asked from outside (no node is being computed), the result that `asker` names reads it."""
         if self._stack:
             readers = self._dependents.get(key)
             if readers is None:
                 self._dependents[key] = {self._stack[-1]}
             else:
                 readers.add(self._stack[-1])
+        elif self.asker is not None and (result := self.asker()) is not None:
+            self._askers.setdefault(key, set()).add(result)
 
     def _recompute(self, key: Any) -> None:
         rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
@@ -314,8 +361,10 @@ class Solver:
             self.index_from._prepare()
             index = self.index_from._sites
         self._sites = sites = CallSites(self.package, index)
-        if self.defaults:
-            return
+        if not self.defaults:
+            self._discover(sites, [])
+
+    def _discover(self, sites: CallSites, sharing: "list[Solver]") -> None:
         for _ in range(_ROUNDS):  # calls through values become call sites once their callees are solved
             found: dict[str, list[tuple[Expr, Ctx]]] = {}
             for call, ctx in sites.dynamic_sites:
@@ -326,8 +375,9 @@ class Solver:
             changed = sites.register(found)
             if not changed:
                 break
-            self._forget([self._dependents.pop(("sites", qual), ()) for qual in changed])
-            self._rounds.clear()
+            for solver in (self, *sharing):
+                solver.forget([("sites", qual) for qual in changed])
+                solver._rounds.clear()
 
     def _runs(self, call: Expr, ctx: Ctx) -> list[Ctx]:
         """Where a call through a value is solved: in a function that calls a parameter (`model_cls(**kwargs)` in
@@ -350,6 +400,7 @@ class Solver:
         while todo:
             key = todo.pop()
             if self._values.pop(key, None) is not None:
+                self.forgotten.update(self._askers.pop(key, ()))
                 self._rounds.pop(key, None)
                 self._dirty.discard(key)
                 todo.extend(self._dependents.pop(key, ()))
@@ -389,7 +440,7 @@ class Solver:
             return unknown(f"module {module} not analyzed")
         if name in facts.classes or name in facts.functions:
             return frozenset({("G", f"{module}.{name}")})
-        top = facts.scopes.get(MODULE_SCOPE)
+        top = self._summary(facts, MODULE_SCOPE)
         variable = top is not None and (name in top.locals or name in self._global_writes(facts))
         qual = facts.imports.get(name)
         if variable or qual is not None:  # both, for `try: from x import f` / `except ImportError: f = None`
@@ -406,6 +457,7 @@ class Solver:
 
     def _global_writes(self, facts: ModuleFacts) -> set[str]:
         """Names some function of the module assigns under `global`."""
+        self._read(("globals", facts.module))
         found = self._globals.get(facts.module)
         if found is None:
             found = self._globals[facts.module] = {n for s in facts.scopes.values() for n in s.global_writes}
@@ -417,7 +469,7 @@ class Solver:
         if facts is None or module in seen or name.startswith("_"):
             return False
         seen.add(module)
-        top = facts.scopes.get(MODULE_SCOPE)
+        top = self._summary(facts, MODULE_SCOPE)
         if name in facts.classes or name in facts.functions or name in facts.imports or (top is not None and name in top.locals):
             return True
         return any(self._exports(star, name, seen) for star in facts.star_imports)
@@ -444,6 +496,7 @@ class Solver:
         parts = [self._eval(e, ctx) for e in summary.locals.get(name, ())]
         if ctx[1] == MODULE_SCOPE and not self.defaults:  # `global name` in a function writes it too (when run)
             facts = self.package.modules[ctx[0]]
+            self._read(("globals", ctx[0]))
             for other in facts.scopes.values():
                 parts.extend(self._eval(e, (ctx[0], other.name, None)) for e in other.global_writes.get(name, ()))
         if name in summary.params or name in (summary.vararg, summary.kwarg):

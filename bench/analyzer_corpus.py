@@ -11,9 +11,10 @@ The pre-commit path: `--files N` draws N corpus files at random (seeded) and che
 hook analyzes it (the file named alone, so its package comes with it), gets exactly what the run over its whole
 package reports for it: findings, the verdicts of its classes, its sites (what `rewrite --check FILE` decides).
 `--edits K` copies the corpus, solves each package once with a cache, then edits K files with a forward at
-random, one at a time (a comment line, then a line printing a tensor, at the top of a forward's body; each
-leaves the summaries as they were), and times the commands a hook runs on the edited file, `lint FILE` and
-`rewrite --check FILE`, and `lint` over the whole corpus; each answer is checked against a run without cache.
+random, one edit at a time, at the top of a forward's body: a comment line and a line printing a tensor (both
+leave the summaries as they were), an assignment (it changes the forward's summary); and times the commands a
+hook runs on the edited file, `lint FILE` and `rewrite --check FILE`, and `lint` over the whole corpus; each
+answer is checked against a run without cache.
 Exit status 1 when the analyzer cannot be run, crashed on a parseable file, or a file or edit check failed.
 """
 
@@ -141,7 +142,8 @@ def check_files(roots: list[CorpusRoot], count: int, seed: int, jobs: int, workd
     return bad
 
 
-_EDITS = ("# an edit", "print({arg})")
+#: The edits, by kind: two leave the file's summaries as they were, one changes the forward's summary
+_EDITS = {"comment": "# an edit", "print": "print({arg})", "assignment": "extra = {arg} * 2"}
 
 
 def _cli(args: list[str], cwd: Path, jobs: int, cache: Path | None) -> tuple[float, str, int]:
@@ -168,26 +170,26 @@ def time_edits(roots: list[CorpusRoot], count: int, seed: int, jobs: int, workdi
     for path in sorted({str(Path(*p.relative_to(copy).parts[:2])) for p in chosen}):
         _cli(["lint", path], copy, jobs, cache)  # the package solved once, as the hook's last run left it
     _cli(["lint", *tops], copy, jobs, cache)
-    times: dict[str, list[float]] = {"lint FILE": [], "rewrite --check FILE": [], "lint corpus": []}
+    times: dict[tuple[str, str], list[float]] = {}
     same = True
     for path in chosen:
         rel = str(path.relative_to(copy))
         original = path.read_text()
         match = random.Random(f"{seed}{rel}").choice(list(re.finditer(_FORWARD, original)))
-        for line in _EDITS:
+        for kind, line in _EDITS.items():
             indent = match.group(1) + "    "
             path.write_text(original[: match.end()] + indent + line.format(arg=match.group(2)) + "\n" + original[match.end() :])
             for name, args in (("lint FILE", ["lint", rel]), ("rewrite --check FILE", ["rewrite", "--check", rel])):
                 elapsed, out, code = _cli(args, copy, jobs, cache)
-                times[name].append(elapsed)
+                times.setdefault((name, kind), []).append(elapsed)
                 _, fresh, fresh_code = _cli(args, copy, jobs, None)
                 same = same and (out, code) == (fresh, fresh_code)
-            times["lint corpus"].append(_cli(["lint", *tops], copy, jobs, cache)[0])
+            times.setdefault(("lint corpus", kind), []).append(_cli(["lint", *tops], copy, jobs, cache)[0])
         path.write_text(original)
-    for name, values in times.items():
+    for (name, kind), values in sorted(times.items()):
         values.sort()
-        print(f"one file edited, {name:22}: median {values[len(values) // 2]:5.2f} s, worst {values[-1]:5.2f} s "
-              f"({len(values)} edits of {len(chosen)} files)")
+        print(f"one file edited ({kind:10}), {name:22}: median {values[len(values) // 2]:5.2f} s, worst {values[-1]:5.2f} s "
+              f"({len(values)} files)")
     print(f"edited runs answer as runs without cache: {'yes' if same else 'NO'}")
     return same
 

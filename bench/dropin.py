@@ -319,6 +319,8 @@ class Case:
     call: Callable[[Any, dict], Any] | None = None  # (model, batch) -> output; None: model(**batch)
     resize: Callable[[Any, Any], None] | None = None  # the library's resizing of embeddings (or classifier)
     checkpointing: Callable[[Any, Any], None] | None = None  # the library's gradient-checkpointing switch
+    # A batch without labels (after resizing: an untied output layer keeps the old vocabulary); default: labels dropped
+    unlabelled: Callable[[dict], dict] | None = None
 
 
 @dataclass
@@ -531,8 +533,13 @@ def _tf_case(transformers: Any, model_type: str, class_name: str, kind: str) -> 
             warnings.simplefilter("ignore", FutureWarning)
             model.gradient_checkpointing_enable()
 
+    def unlabelled(batch: dict) -> dict:
+        # An encoder-decoder makes its decoder's input from the labels: without them it is given them as that input.
+        rest = {k: v for k, v in batch.items() if k != "labels"}
+        return {**rest, "decoder_input_ids": batch["labels"]} if kind == "seq2seq-lm" else rest
+
     return Case(build, batch, save, load, resize=resize if kind != "image-classification" else None,
-                checkpointing=checkpointing)
+                checkpointing=checkpointing, unlabelled=unlabelled)
 
 
 # ---------------------------------------------------------------- timm
@@ -835,7 +842,7 @@ def _eval(ops: Any, case: Case, model: Any, rec: Recorder, prefix: str, facts: d
     model.eval()
     batch = case.batch(ops, ops.generator(1), model)
     if not labels:
-        batch.pop("labels", None)
+        batch = case.unlabelled(batch) if case.unlabelled else {k: v for k, v in batch.items() if k != "labels"}
     with ops.no_grad():
         for call in range(N_EVAL):
             rec.outputs(ops, f"{prefix}{SEP}{call}", _call(case, model, batch), facts)

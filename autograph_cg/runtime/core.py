@@ -24,6 +24,9 @@ from .tree import UnsupportedArgument, unflatten
 
 
 PROBATION = 3  # backwards of a layer during which its parameters are passed to learn if any asks for them
+# Captures of one key dropped for gradients in another layout; past it, such backwards run eagerly (a gradient that
+# alternates between layouts would otherwise be captured again at every step).
+MAX_RELAYOUTS = 3
 
 
 class _CaptureDepth(threading.local):
@@ -673,20 +676,19 @@ class Runner:
         backward's kernels would add up in another order than eager's. This backward differentiates the
         captured autograd graph with the gradients as they came (eager's numbers); the key's graphs are
         dropped and captured again with buffers in the layouts learned, unless an output's gradient
-        came in two layouts already (then such backwards stay eager)."""
+        changed layouts too often (then such backwards stay eager). A layout may change once more when the
+        layer that sends the gradient was captured again for a layout of its own."""
         slot = token.slot
         entry = slot.entry
         assert entry is not None  # every captured slot has its key's entry
         present = [grads[i] is not None for i in slot.diff_outputs]
         given = [grads[i] for i, p in zip(slot.diff_outputs, present) if p]
-        varies = False
-        for i, got in self._relayout(slot, grads):
-            varies |= i in entry.grad_layouts
-            entry.grad_layouts[i] = None if i in entry.grad_layouts else got
         in_grads = self._backward_eagerly(slot, present, given)
-        if varies:
+        if entry.relayouts >= MAX_RELAYOUTS:
             self.stats.fallback("the gradient of an output arrives in varying memory layouts: its backward runs eagerly")
         elif not slot.stale:
+            entry.relayouts += 1
+            entry.grad_layouts.update(self._relayout(slot, grads))
             self._drop_entry(entry)
             self.stats.recapture("a gradient arrived in another memory layout than its graph's buffer")
         self.release(slot, token.generation)

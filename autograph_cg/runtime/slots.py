@@ -49,5 +49,6 @@ class Entry:
     mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
     # Per differentiable output, the memory layout its gradient arrives in, learned at a backward: the backward
     # graph's buffer for it takes that layout, since the kernels of the backward (a batch norm's reductions)
-    # add up in another order on another layout. None once it arrived in two layouts.
+    # add up in another order on another layout.
     grad_layouts: dict = field(default_factory=dict)
+    relayouts: int = 0  # captures dropped for a layout learned

@@ -24,6 +24,9 @@ from .tree import UnsupportedArgument, unflatten
 
 
 PROBATION = 3  # backwards of a layer during which its parameters are passed to learn if any asks for them
+# Captures of one key dropped for gradients in another layout; past it, such backwards run eagerly (a gradient that
+# alternates between layouts would otherwise be captured again at every step).
+MAX_RELAYOUTS = 3
 
 
 class _CaptureDepth(threading.local):
@@ -405,7 +408,7 @@ class Runner:
                 out_spec = probe_spec[0]
                 with ops.capture_stream(backend, device):
                     slot = self._capture_graphs(
-                        run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
+                        entry, run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
                     )
                 if last_spec[0] != out_spec:
                     raise RuntimeError("the output structure changed between two runs")
@@ -446,6 +449,7 @@ class Runner:
 
     def _capture_graphs(
         self,
+        entry: Entry,
         run_layer: Callable[[], list],
         place: tuple,
         ledger: PoolLedger,
@@ -463,14 +467,15 @@ class Runner:
         ledger.adopt(fwd)
         slot = Slot(
             ledger, fwd, ledger.next_seq(), static, out_spec,
-            found.nondiff, found.diff_outputs, found.used_inputs, found.used_params, found.reach,
+            found.nondiff, found.diff_outputs, found.used_inputs, found.used_params, found.reach, entry=entry,
         )
         slot.writers = [ops.writer(t) for t in static]
         if slot.diff_outputs and (slot.used_inputs or slot.used_params):
             slot.params = [leaves[j] for j in slot.used_params]
             slot.targets = [params[j] for j in slot.used_params]
             slot.listened = ops.listened(slot.targets)
-            slot.grad_outputs = [ops.zeros_like(flat[i]) for i in slot.diff_outputs]
+            layouts = entry.grad_layouts
+            slot.grad_outputs = [ops.zeros_in_layout(flat[i], layouts.get(i)) for i in slot.diff_outputs]
             slot.zeroed = [True] * len(slot.grad_outputs)
             slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
             slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
@@ -617,6 +622,8 @@ class Runner:
             return self._partial_backward(token, grads, routed)
         if self.probation > 0:
             self.probation -= 1
+        if self._relayout(slot, grads):
+            return self._backward_in_layout(token, grads, routed)
         zeroed = slot.zeroed
         present = []
         for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
@@ -654,6 +661,39 @@ class Runner:
         self.release(slot, token.generation)
         return self._input_grads(slot, in_grads), [None] * routed
 
+    def _relayout(self, slot: Slot, grads: Sequence[Any]) -> list:
+        """The differentiable outputs whose gradient came in a layout a buffer can take, not their buffer's."""
+        layout = self.ops.layout
+        found = []
+        for static, i in zip(slot.grad_outputs, slot.diff_outputs):
+            g = grads[i]
+            if g is not None and (got := layout(g)) is not None and got != layout(static):
+                found.append((i, got))
+        return found
+
+    def _backward_in_layout(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+        """A gradient arrived in another memory layout than its buffer's: copied into the buffer, the
+        backward's kernels would add up in another order than eager's. This backward differentiates the
+        captured autograd graph with the gradients as they came (eager's numbers); the key's graphs are
+        dropped and captured again with buffers in the layouts learned, unless an output's gradient
+        changed layouts too often (then such backwards stay eager). A layout may change once more when the
+        layer that sends the gradient was captured again for a layout of its own."""
+        slot = token.slot
+        entry = slot.entry
+        assert entry is not None  # every captured slot has its key's entry
+        present = [grads[i] is not None for i in slot.diff_outputs]
+        given = [grads[i] for i, p in zip(slot.diff_outputs, present) if p]
+        in_grads = self._backward_eagerly(slot, present, given)
+        if entry.relayouts >= MAX_RELAYOUTS:
+            self.stats.fallback("the gradient of an output arrives in varying memory layouts: its backward runs eagerly")
+        elif not slot.stale:
+            entry.relayouts += 1
+            entry.grad_layouts.update(self._relayout(slot, grads))
+            self._drop_entry(entry)
+            self.stats.recapture("a gradient arrived in another memory layout than its graph's buffer")
+        self.release(slot, token.generation)
+        return self._input_grads(slot, in_grads), [None] * routed
+
     def _input_grads(self, slot: Slot, in_grads: list) -> list:
         result: list = [None] * len(slot.static_inputs)
         for i, g in zip(slot.used_inputs, in_grads):
@@ -685,13 +725,14 @@ class Runner:
         self.release(slot, token.generation)
         return self._input_grads(slot, list(got[: len(inputs)])), list(got[len(inputs) :]) if routed else []
 
-    def _backward_eagerly(self, slot: Slot, present: list) -> list:
+    def _backward_eagerly(self, slot: Slot, present: list, given: list | None = None) -> list:
         """Differentiate the captured autograd graph without replaying it (replay would not be safe),
-        from the outputs that have a gradient: what they do not reach gets none, as eagerly."""
+        from the outputs that have a gradient (``given``, or those copied into the slot's buffers):
+        what they do not reach gets none, as eagerly."""
         ops = self.ops
         inputs = [slot.static_inputs[i] for i in slot.used_inputs]
         outs = [slot.fwd.live_outputs[i] for i, p in zip(slot.diff_outputs, present) if p]
-        grad_outputs = [g for g, p in zip(slot.grad_outputs, present) if p]
+        grad_outputs = given if given is not None else [g for g, p in zip(slot.grad_outputs, present) if p]
         with ops.layer_context():
             grads = ops.autograd_grad(outs, inputs + slot.params, grad_outputs)
         accumulate_eagerly(ops, slot.targets, grads[len(inputs) :])

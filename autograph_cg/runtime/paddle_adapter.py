@@ -148,6 +148,10 @@ class PaddleOps:
     versions = staticmethod(lambda ts: [t.inplace_version for t in ts])
     device = staticmethod(lambda t: t.place)
     zeros_like = staticmethod(paddle.zeros_like)
+    # Paddle's zeros_like and copies are contiguous whatever the source's strides, and its backward kernels
+    # read a strided gradient as a contiguous copy: one layout for every buffer.
+    layout = staticmethod(lambda t: ())
+    zeros_in_layout = staticmethod(lambda t, layout: paddle.zeros_like(t))
     grad_of = staticmethod(lambda p: p.grad)
 
     @staticmethod

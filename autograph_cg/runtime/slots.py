@@ -37,6 +37,7 @@ class Slot:
     stale: bool = False
     generation: int = 0
     release_epoch: int = -1
+    entry: "Entry | None" = None  # the key's entry it serves
 
 
 @dataclass(eq=False)
@@ -46,3 +47,8 @@ class Entry:
     slots: list = field(default_factory=list)
     placement: tuple | None = None  # (backend, device, reason to stay eager), fixed by the key
     mutates_buffers: bool = False  # its forward changes buffers (seen at capture)
+    # Per differentiable output, the memory layout its gradient arrives in, learned at a backward: the backward
+    # graph's buffer for it takes that layout, since the kernels of the backward (a batch norm's reductions)
+    # add up in another order on another layout.
+    grad_layouts: dict = field(default_factory=dict)
+    relayouts: int = 0  # captures dropped for a layout learned

@@ -221,6 +221,24 @@ class TorchOps:
     copy_ = staticmethod(torch.Tensor.copy_)
     zero_ = staticmethod(torch.Tensor.zero_)
     zeros_like = staticmethod(torch.zeros_like)
+
+    @staticmethod
+    def layout(t: torch.Tensor) -> tuple | None:
+        """The strides, where a buffer can have them: none for an overlapping or gapped tensor (the
+        expanded gradient of a sum), which a copy cannot write."""
+        strides, dense = t.stride(), 1
+        for size, stride in sorted(zip(t.shape, strides), key=operator.itemgetter(1)):
+            if size != 1:
+                if stride != dense:
+                    return None
+                dense *= size
+        return strides
+
+    @staticmethod
+    def zeros_in_layout(t: torch.Tensor, layout: tuple | None) -> torch.Tensor:
+        if layout is None:
+            return torch.zeros_like(t)
+        return torch.empty_strided(t.shape, layout, dtype=t.dtype, device=t.device).zero_()
     grad_of = staticmethod(operator.attrgetter("grad"))
     is_same = staticmethod(operator.is_)
     equal = staticmethod(torch.equal)

@@ -47,6 +47,7 @@ def define(framework: str) -> SimpleNamespace:
         from torch.utils.checkpoint import checkpoint
 
         lib, base, batch_norm, tanh = torch, nn.Module, nn.BatchNorm1d, torch.tanh
+        swap = functools.partial(torch.transpose, dim0=1, dim1=2)
         recompute = functools.partial(checkpoint, use_reentrant=True)
     else:
         import paddle
@@ -56,6 +57,7 @@ def define(framework: str) -> SimpleNamespace:
         from paddle.distributed.fleet.utils import recompute
 
         lib, base, batch_norm, tanh = paddle, nn.Layer, nn.BatchNorm1D, paddle.tanh
+        swap = functools.partial(paddle.transpose, perm=[0, 2, 1])
 
     class MLP(base):
         """Pre-LN MLP block with a residual: the shape the benchmark stacks."""
@@ -229,6 +231,29 @@ def define(framework: str) -> SimpleNamespace:
         def forward(self, x: Any) -> Any:
             return recompute(self.block, self.fc(x))
 
+    class Patches(base):
+        """Normalizes channels first and hands tokens out as a transposed view (a ViT's patch embedding): the
+        gradient a head sends back is laid out otherwise than the output."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.bn = batch_norm(d)
+
+        def forward(self, x: Any) -> Any:
+            return swap(self.bn(swap(self.fc(x))))
+
+    class Tokens(base):
+        """Patches, then a head."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.patches = Patches(d)
+            self.head = nn.Linear(d, d)
+
+        def forward(self, x: Any) -> Any:
+            return self.head(self.patches(x))
+
     class Tower(base):
         """Blocks in a container, each with sublayers of its own, and a head."""
 
@@ -248,7 +273,7 @@ def define(framework: str) -> SimpleNamespace:
             c.__name__: c
             for c in (
                 MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
-                Branches, Positions, Counter, Cached, Recomputed, Tower,
+                Branches, Positions, Counter, Cached, Recomputed, Patches, Tokens, Tower,
             )
         }
     )

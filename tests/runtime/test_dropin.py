@@ -484,3 +484,55 @@ def test_a_forward_that_recomputes_a_part_of_itself_captures_with_eagers_gradien
             got.append(fw.param_grads(model))
             fw.clear_grads(model, True)
         assert_all_close(got[0], got[1], fw.atol, f"step {step}")
+
+
+def test_a_gradient_laid_out_otherwise_than_the_output_trains_bitwise_as_eager(cpu_fw):
+    """A batch norm's backward adds up in another order when its gradient comes in another memory layout: the
+    graph's gradient buffer takes the layout the gradient arrives in (learned at the first replayed backward,
+    which runs eagerly; the key is captured again), so every step's gradients are eager's bit for bit."""
+    fw = cpu_fw
+    ref = fw.build("Tokens", D)
+    model = fw.twin(ref)
+    fw.wrap(model.patches, num_warmup_steps=1)
+    opts = [fw.sgd(m, 0.1) for m in (model, ref)]
+    for step in range(6):
+        x = randn(B, 6, D)
+        got = []
+        for m, opt in zip((model, ref), opts):
+            y = m(fw.tensor(x))
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y)] + fw.param_grads(m) + fw.buffers(m))
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        for i, (a, b) in enumerate(zip(*got)):
+            assert np.array_equal(a, b), f"step {step}: tensor {i} differs by {np.abs(a - b).max():.1e}"
+    stats = stats_of(model.patches)
+    assert stats["backward_replays"] >= 3 and not stats["fallbacks"] and stats["disabled_reason"] is None
+
+
+def test_a_gradient_that_alternates_layouts_stops_recapturing_and_stays_exact(cpu_fw):
+    """A loss that reads the output as a contiguous copy on one step and transposed on the next sends gradients in
+    two layouts by turns (PyTorch): the key is captured again a bounded number of times, then such backwards run
+    eagerly on the captured graph; every step is eager's bit for bit. Paddle has one layout: nothing to learn."""
+    from autograph_cg.runtime.core import MAX_RELAYOUTS
+
+    fw = cpu_fw
+    swap = (lambda t: t.transpose(1, 2)) if fw.name == "torch" else (lambda t: t.transpose([0, 2, 1]))
+    ref = fw.build("Patches", D)
+    model = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    for step in range(10):
+        x = randn(B, 6, D)
+        got = []
+        for m in (model, ref):
+            y = m(fw.tensor(x))
+            fw.backward(fw.loss(swap(y).contiguous() if step % 2 else y.contiguous()))
+            got.append(fw.param_grads(m) + fw.buffers(m))
+            fw.clear_grads(m, True)
+        for i, (a, b) in enumerate(zip(*got)):
+            assert np.array_equal(a, b), f"step {step}: tensor {i} differs by {np.abs(a - b).max():.1e}"
+    stats = stats_of(model)
+    varying = [r for r in stats["fallbacks"] if "varying memory layouts" in r]
+    if fw.name == "torch":
+        assert stats["recaptures"] == MAX_RELAYOUTS and varying and stats["backward_replays"] > 0
+    else:
+        assert stats["recaptures"] == 0 and not varying and stats["backward_replays"] == 9

@@ -149,6 +149,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
             return package
 
         modules, read_errors = _index(indexer, stamped, state.deep if state is not None else frozenset())
+        read_errors = sorted(stat_errors + read_errors, key=lambda e: e.path)
         stamps = {source.path: stamp for source, _, stamp in stamped}
         changed = state.changed({m.path: stamps[m.path] for m in modules}) if state is not None else None
         summaries = state.summaries_changed(modules, changed) if state is not None and changed is not None else None

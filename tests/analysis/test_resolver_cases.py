@@ -800,6 +800,111 @@ class BadHead(Base):
 """},
         {"m.GoodHead": "eligible", "m.BadHead": "ineligible"},
     ),
+    # `isinstance(config.act, str)` is decided for known candidates, and a required argument that no call passes
+    # (a class the package never builds) has no default build: the others decide which branch is the default one,
+    # so what only that argument may bring is conditional; a class that only such a build reaches stays unknown, and
+    # a default that is no string takes the other branch
+    "unseen-arguments-and-isinstance": (
+        {"parts.py": CLEAN, "m.py": """from collections import OrderedDict
+
+from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Table(OrderedDict):
+    def __getitem__(self, key):
+        return super().__getitem__(key)()
+
+
+ACTS = Table({{"clean": Clean}})
+
+
+class Config:
+    def __init__(self, act="clean"):
+        self.act = act
+
+
+class SyncConfig:
+    def __init__(self, act=Sync()):
+        self.act = act
+
+
+class Intermediate({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if isinstance(config.act, str):
+            self.act = ACTS[config.act]
+        else:
+            self.act = config.act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Block({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.inter = Intermediate(config)
+
+    def forward(self, x):
+        return self.inter(x)
+
+
+class Model({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.block = Block(config)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Unbuilt({Layer}):  # nothing in the package builds it, so nothing passes its config
+    def __init__(self, config):
+        super().__init__()
+        self.block = Block(config)
+        self.own = Direct(config)
+
+    def forward(self, x):
+        return self.own(self.block(x))
+
+
+class Direct({Layer}):  # only Unbuilt builds it: no default build says what `config.act` is
+    def __init__(self, config):
+        super().__init__()
+        if isinstance(config.act, str):
+            self.act = ACTS[config.act]
+        else:
+            self.act = config.act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Other({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if isinstance(config.act, str):
+            self.act = ACTS[config.act]
+        else:
+            self.act = config.act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class SyncModel({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.other = Other(SyncConfig())
+
+    def forward(self, x):
+        return self.other(x)
+"""},
+        {"m.Intermediate": "conditional", "m.Block": "conditional", "m.Model": "conditional", "m.Direct": "unknown",
+         "m.Unbuilt": "unknown", "m.Other": "ineligible", "m.SyncModel": "ineligible"},
+    ),
     # a setter nothing in the package calls does not blank what the constructor builds: conditional at most
     "setters": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}

@@ -200,8 +200,38 @@ class Solver:
             same = any(a[0] != "C" or a[1] == condition[2] for a in value)
             other = any(a[0] != "C" or a[1] != condition[2] for a in value)
             return (other, same) if condition[3] else (same, other)
+        if tag == "isa":  # `isinstance(x, str)`: decided for candidates whose type is known (on no candidate, undecided)
+            types = _builtin_types(self._eval(condition[2], ctx))
+            tested = self._eval(condition[1], ctx) if types else EMPTY
+            outcomes = [self._is_instance(a, types) for a in tested] or [None]
+            return any(o is not False for o in outcomes), any(o is not True for o in outcomes)
         value = self._eval(condition, ctx)
         return any(_may_be(a, True) for a in value), any(_may_be(a, False) for a in value)
+
+    def _is_instance(self, atom: Atom, types: tuple[type, ...]) -> bool | None:
+        """Whether a candidate is an instance of builtin `types`; None when its type is not known. A constant is its
+        Python value, a dict atom a dict; a list atom may be a list, a tuple, a set or a framework container; tensors,
+        framework objects and package classes, functions and instances (bases of their own or the framework's) are
+        none of these types."""
+        kind = atom[0]
+        if kind == "C":
+            return isinstance(atom[1], types)
+        if kind == "K":
+            return dict in types
+        if kind == "L":
+            return False if not any(t in types for t in (list, tuple, set, frozenset)) else None
+        if kind == "T":
+            return False
+        if kind == "G" and (atom[1] in self.package.classes or self._function_scope(atom[1]) is not None):
+            return False
+        if kind == "I" and (fw.is_framework(atom[1]) or (atom[1] in self.package.classes and self._plain_class(atom[1]))):
+            return False
+        return None
+
+    def _plain_class(self, cls: str) -> bool:
+        """Whether a package class derives only from package classes, `object` and framework classes (so none of
+        the builtin types)."""
+        return all(b in ("object", "builtins.object") or fw.is_framework(b) for b in self._external_bases(cls))
 
     def scope(self, module: str, name: str) -> ScopeSummary | None:
         facts = self.package.modules.get(module)
@@ -493,6 +523,8 @@ class Solver:
             annotation = summary.annotations.get(name)
             if annotation is not None:
                 return instances(self._eval(annotation, outer), self.package.classes.__contains__)
+            if self.defaults:  # no build the package makes calls it without the argument: no default to read
+                return EMPTY
             return unknown(f"parameter `{name}` of {summary.name}, which no call seen passes")
         return union(parts)
 
@@ -994,6 +1026,23 @@ def _compare(atom: Atom, op: str, number: float) -> bool | None:
         return None
     value = atom[1]
     return value > number if op == ">" else value >= number if op == ">=" else value < number if op == "<" else value <= number
+
+
+_SCALAR_TYPES = (str, int, float, bool, bytes)
+_BUILTIN_TYPES = {t.__name__: t for t in (*_SCALAR_TYPES, list, tuple, dict, set, frozenset)}
+
+
+def _builtin_types(value: Value) -> tuple[type, ...]:
+    """The builtin types a value names (`str`, `(int, float)`); () when it names anything else too."""
+    found: list[type] = []
+    for atom in value:
+        if atom[0] == "L":
+            found.extend(_builtin_types(atom[1]) or [object])
+        elif atom[0] == "G" and atom[1].startswith("builtins.") and atom[1][9:] in _BUILTIN_TYPES:
+            found.append(_BUILTIN_TYPES[atom[1][9:]])
+        else:
+            return ()
+    return () if not found or object in found else tuple(found)
 
 
 def _may_be(atom: Atom, truth: bool) -> bool:

@@ -94,7 +94,7 @@ class Summarizer:
     def condition(self, node: ast.expr, self_name: str | None) -> Expr:
         """An `if` test as a truth to evaluate: ("and"|"or", (e, ...)), ("not", e), ("is", e, negated) for a
         `None` check, ("eq", e, value, negated) or ("cmp", e, ">"|">="|"<"|"<=", number) against a constant,
-        or any value (its truthiness)."""
+        ("isa", e, types) for `isinstance(e, types)`, or any value (its truthiness)."""
         if isinstance(node, ast.BoolOp):
             return ("and" if isinstance(node.op, ast.And) else "or", tuple(self.condition(v, self_name) for v in node.values))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -108,6 +108,12 @@ class Summarizer:
             if type(op) in _ORDER and isinstance(right, ast.Constant) and isinstance(right.value, (int, float)):
                 return ("cmp", self.expression(node.left, self_name), _ORDER[type(op)], right.value)
             return HOST
+        if (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+            and self.qualify("isinstance") is None and len(node.args) == 2 and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):  # fmt: skip
+            return ("isa", self.expression(node.args[0], self_name), self.expression(node.args[1], self_name))
         return self.expression(node, self_name)
 
     def class_body(self, node: ast.ClassDef) -> dict[str, tuple[Expr, ...]]:

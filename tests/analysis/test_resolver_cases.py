@@ -905,6 +905,202 @@ class SyncModel({Layer}):
         {"m.Intermediate": "conditional", "m.Block": "conditional", "m.Model": "conditional", "m.Direct": "unknown",
          "m.Unbuilt": "unknown", "m.Other": "ineligible", "m.SyncModel": "ineligible"},
     ),
+    # construction through an attribute that holds a class (`cnf.block(cnf, norm_layer)`), the field a subclass's
+    # `super().__init__(...)` hands to its dataclass base, and a list built only under a test on a host value's method
+    # (`arch.startswith("net")`, undecided rather than never holding)
+    "built-through-an-attribute": (
+        {"parts.py": CLEAN, "m.py": """from dataclasses import dataclass
+
+from {nn} import {Layer}, Sequential
+
+from .parts import Clean, Sync
+
+
+class Block({Layer}):
+    def __init__(self, cnf, norm_layer):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class SyncBlock({Layer}):
+    def __init__(self, cnf, norm_layer):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+@dataclass
+class _Settings:
+    width: int
+    block: object
+
+
+class Settings(_Settings):
+    def __init__(self, width, block=None):
+        if block is None:
+            block = Block
+        super().__init__(width, block)
+
+
+def settings(arch: str):
+    if arch.startswith("net"):
+        found = [Settings(4), Settings(8)]
+    else:
+        raise ValueError(arch)
+    return found
+
+
+class Net({Layer}):
+    def __init__(self, setting, norm_layer=None):
+        super().__init__()
+        if norm_layer is None:
+            norm_layer = Clean
+        layers = []
+        for cnf in setting:
+            layers.append(cnf.block(cnf, norm_layer))
+        self.layers = Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class SyncNet({Layer}):
+    def __init__(self, setting, norm_layer=None):
+        super().__init__()
+        layers = []
+        for cnf in setting:
+            layers.append(cnf.block(cnf, norm_layer))
+        self.layers = Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def net(arch: str):
+    return Net(settings(arch))
+
+
+def synced_net():
+    return SyncNet([_Settings(2, SyncBlock)], norm_layer=Sync)
+"""},
+        {"m.Block": "eligible", "m.Net": "eligible", "m.SyncBlock": "ineligible", "m.SyncNet": "ineligible"},
+    ),
+    # a wrapper that hands its `*args` on (`super().__init__(*args, **kwargs)`) binds each of its callers' arguments
+    # to the place it came in, not every argument to every place past the star
+    "forwarded-positional-arguments": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Base({Layer}):
+    def __init__(self, kept, used):
+        super().__init__()
+        self.kept = kept
+        self.used = used
+
+    def forward(self, x):
+        return self.used(x)
+
+
+class SyncBase({Layer}):
+    def __init__(self, kept, used):
+        super().__init__()
+        self.kept = kept
+        self.used = used
+
+    def forward(self, x):
+        return self.used(x)
+
+
+class Wrapper(Base):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class SyncWrapper(SyncBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+def build():
+    return Wrapper(Sync(), Clean())
+
+
+def build_synced():
+    return SyncWrapper(Clean(), Sync())
+"""},
+        {"m.Wrapper": "eligible", "m.SyncWrapper": "ineligible"},
+    ),
+    # an attribute a class body declares with the class it holds (`config: Config`) holds an instance of it; a
+    # declaration that names no class (`config: "Config"`) leaves the value to the base that assigns it
+    "declared-attributes": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Config:
+    def __init__(self, act=Clean):
+        self.act = act
+
+
+class SyncConfig:
+    def __init__(self, act=Sync):
+        self.act = act
+
+
+class PreTrained({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+
+class CleanPreTrained(PreTrained):
+    config: Config
+
+
+class Head(CleanPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.act = self.config.act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class SyncHead(PreTrained):
+    config: SyncConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.act = self.config.act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Undeclared(PreTrained):
+    config: "Config"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.act = self.config.act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def build():
+    return PreTrained(SyncConfig())
+"""},
+        {"m.Head": "eligible", "m.SyncHead": "ineligible", "m.Undeclared": "ineligible"},
+    ),
     # a setter nothing in the package calls does not blank what the constructor builds: conditional at most
     "setters": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
@@ -1054,6 +1250,37 @@ class Copied({Layer}):
         return x
 """},
         {"m.Aliased": "ineligible", "m.PartWritten": "ineligible", "m.Copied": "eligible"},
+    ),
+    # layers added to a container a layer holds (`self.blocks.add_module(str(i), block)`) or to a local one are its items
+    "items-added-to-a-held-container": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Sequential
+
+from .parts import Clean, Sync
+
+
+class Stage({Layer}):
+    def __init__(self, depth, block_fn=Clean):
+        super().__init__()
+        self.blocks = Sequential()
+        for i in range(depth):
+            self.blocks.{add}(str(i), block_fn())
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class SyncStage({Layer}):
+    def __init__(self, depth):
+        super().__init__()
+        blocks = Sequential()
+        for i in range(depth):
+            blocks.{add}(str(i), Sync())
+        self.blocks = blocks
+
+    def forward(self, x):
+        return self.blocks(x)
+"""},
+        {"m.Stage": "eligible", "m.SyncStage": "ineligible"},
     ),
     # what it added (by keywords too) and the layers it assigns to itself
     "container-subclass-items": (

@@ -122,6 +122,11 @@ class Summarizer:
         for statement in node.body:
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._statement(statement, scope, module_level=True)
+            if (
+                isinstance(statement, ast.AnnAssign) and statement.value is None and isinstance(statement.target, ast.Name)
+                and isinstance(statement.annotation, (ast.Name, ast.Attribute))
+            ):  # fmt: skip
+                scope.locals[statement.target.id].append(("ann", self._expr(statement.annotation, scope)))
         return {k: tuple(v) for k, v in scope.locals.items()}
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, owner: bool, parent: str | None = None) -> list[ScopeSummary]:
@@ -309,6 +314,10 @@ class Summarizer:
                 return
             if method in _EXTENDERS:
                 self._store_into(owner, self._expr(call.args[-1], scope), scope)
+                return
+            if method in _REGISTER_LAYER and len(call.args) >= 2 and not _names_self(owner, scope):
+                # `self.blocks.add_module(str(i), block)`, `stage.add_sublayer(name, b)`: one of that container's items
+                self._store_into(owner, ("l", (self._expr(call.args[1], scope),)), scope)
                 return
             if _names_self(owner, scope):
                 name = call.args[0]

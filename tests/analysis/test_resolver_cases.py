@@ -1385,6 +1385,65 @@ def test_a_container_called_runs_every_item_so_their_kernels_add_up(tmp_path: Pa
     assert called >= 2 and verdicts["pkg.m.Stacked"].kernels == called
 
 
+HANDED = """from {nn} import {Layer}, Linear, LayerNorm, {List}
+
+from .parts import Sync
+
+
+class Block({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = Linear(width, width)
+        self.norm = LayerNorm(width)
+        self.out = Linear(width, width)
+
+    def forward(self, x):
+        return self.out(self.norm(self.fc(x)).tanh().exp().sin().cos().abs().sqrt().log1p().sigmoid())
+
+
+class Decoder({Layer}):
+    def __init__(self, layers, flag=False):
+        super().__init__()
+        self.layers = layers
+        self.flag = flag
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        if self.flag:
+            x = x / x.max().item()
+        return x
+
+
+class Model({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        layers = {List}()
+        for _ in range(2):
+            layers.append(Block(width))
+        self.decoder = Decoder(layers)
+        self.head = Sync()
+
+    def forward(self, x):
+        return self.head(self.decoder(x))
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_layers_handed_to_a_constructor_in_a_local_list_are_its_sublayers(tmp_path: Path, framework: str) -> None:
+    """`layers.append(Block())` then `self.decoder = Decoder(layers)`: the blocks sit in the decoder, so its graph holds
+    them, and a conditional decoder (it may run eagerly) lets them keep graphs of their own at the append."""
+    _write(tmp_path, framework, {"parts.py": CLEAN, "m.py": HANDED})
+    plan = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan
+    assert plan.verdicts["pkg.m.Decoder"].status.value == "conditional"
+    wrapped = {(s.wrapped_class, s.owner, s.target) for s in plan.sites}
+    assert ("pkg.m.Block", "pkg.m.Decoder", "layers[*]") in wrapped
+    assert ("pkg.m.Decoder", "pkg.m.Model", "self.decoder") in wrapped
+    (model,) = [r for r in plan.roots if r.qualname == "pkg.m.Model"]
+    (decoder,) = [c for c in model.children if c.qualname == "pkg.m.Decoder"]
+    assert [(c.qualname, c.wrapped) for c in decoder.children] == [("pkg.m.Block", True)]
+
+
 @pytest.mark.parametrize("framework", ["paddle", "torch"])
 def test_declared_callables_decide_what_the_package_cannot_see(tmp_path: Path, framework: str) -> None:
     files, _ = CASES["optional-imports"]

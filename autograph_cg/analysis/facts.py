@@ -85,6 +85,7 @@ class SiteFacts:
     scope: str = ""  # the function the call sits in ("Class.__init__", "make_blocks"); "" at module level
     holder: str = ""  # a container site and the item sites it holds share this key
     guard: Guard | None = ()  # what an existing wrapper passes as `guard=`; None: not a literal of tests
+    receiver: str = ""  # the constructor call (`line:col`) a local list holding it is handed to: its sublayer there
 
 
 @dataclass(frozen=True)

@@ -492,6 +492,7 @@ class SiteCollector:
                 kind = LAYER
             elif wrapped:
                 self.sites.append(self._site(value, callee or "", attr, f"self.{attr}", "", True, statement))
+                self._handed(value, statement)
                 kind = LAYER
             elif isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
                 method = value.func.attr
@@ -510,6 +511,7 @@ class SiteCollector:
                     kind = TENSOR
                 elif short[:1].isupper():
                     self.sites.append(self._site(value, callee, attr, f"self.{attr}", "", False, statement))
+                    self._handed(value, statement)
                     kind = LAYER
                 elif not fw.is_framework(callee) and callee.split(".", 1)[0] not in _HOST_ROOTS:
                     self.sites.append(self._site(value, "", attr, f"self.{attr}", "", False, statement))  # a factory
@@ -528,6 +530,16 @@ class SiteCollector:
             kind = HOST
         if self.cls is not None:
             self.cls.set(attr, kind)
+
+    def _handed(self, call: ast.Call, statement: ast.stmt) -> None:
+        """Layers of a local list handed to a constructor (`self.decoder = TransformerDecoder(config, layers)` after
+        `layers.append(Block(config))`): sites of that constructor's class, which holds them."""
+        receiver = f"{self.scope.span(call).line}:{self.scope.span(call).col}"
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Name) and arg.id in self.lists:
+                for item, existing in self.lists[arg.id]:
+                    cls = self._callee(item) or ""
+                    self.sites.append(self._site(item, cls, "", f"{arg.id}[*]", "list", existing, statement, receiver=receiver))
 
     def _container_site(self, call: ast.Call, wrapped: bool, attr: str, target: str, statement: ast.stmt) -> None:
         """A framework container and the layers it is built with: items are sites of their own; a callable
@@ -670,6 +682,7 @@ class SiteCollector:
         existing: bool,
         statement: ast.stmt | None,
         holder: str = "",
+        receiver: str = "",
     ) -> SiteFacts:
         skipped = self._skip_line or (statement is not None and self.scope.suppressions.skipped(statement.lineno))
         callee = None
@@ -677,7 +690,7 @@ class SiteCollector:
         if not resolvable and self.summarizer is not None:  # a parameter, a factory, a table, a container's items
             callee = self.summarizer.expression(call, "self" if self.cls is not None else None)
         guard = self.written_guards.get(id(call), ()) if existing else ()
-        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current, holder, guard)
+        return SiteFacts(self.scope.span(call), cls, attr, target, container, existing, skipped, callee, self.current, holder, guard, receiver)
 
     @staticmethod
     def _assigned_name(statement: ast.stmt, call: ast.Call) -> str:

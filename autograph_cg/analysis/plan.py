@@ -152,6 +152,7 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         for site in module.sites:  # a layer a function builds belongs to the classes that call the function
             for owner in _function_owners(package, module.module, site.scope) or [""]:
                 entries.append(_entry(package, module, site, owner))
+    entries = _handed_over(entries)
     by_holder = {(e.path, e.site.holder): e for e in entries if e.items is not None}
     held: dict[tuple[str, str], list[_Entry]] = {}  # a container's item sites
     for e in entries:
@@ -283,6 +284,20 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     skipped.sort(key=lambda s: (s.path, s.span.line, s.span.col))
     unresolved = tuple(package.unresolved_names.most_common(10))
     return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes, key=lambda n: n.text)), tuple(skipped), min_kernels, unresolved)
+
+
+def _handed_over(entries: list[_Entry]) -> list[_Entry]:
+    """A layer built into a local list and handed to another constructor belongs to the class that constructor builds
+    (each of them, when it may build several): its graph holds it, or lets it keep its own."""
+    calls = {(e.path, f"{e.site.span.line}:{e.site.span.col}"): e for e in entries if not e.site.receiver}
+    out: list[_Entry] = []
+    for entry in entries:
+        receiver = calls.get((entry.path, entry.site.receiver)) if entry.site.receiver else None
+        if receiver is None or not receiver.built.classes:
+            out.append(entry)
+        else:
+            out.extend(replace(entry, owner=cls) for cls in receiver.built.classes)
+    return out
 
 
 def _function_owners(package: Package, module: str, scope: str, depth: int = 0) -> list[str]:

@@ -31,11 +31,12 @@ from autograph_cg.sources import SourceFile, decode
 
 
 def _build() -> str:
-    """What this build of the tool is: its version and its own source. A cache written by another build is never
-    read (an upgrade in place, or a checkout on another commit, keeps the version number but not the answers)."""
+    """What this build of the tool is: its version, its own source and the data it reads (the rules' tables). A cache
+    written by another build is never read (an upgrade in place, or a checkout on another commit, keeps the version
+    number but not the answers)."""
     digest = hashlib.blake2b(__version__.encode(), digest_size=8)
     root = Path(__file__).resolve().parents[1]
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.json")]):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         try:
             digest.update(path.read_bytes())

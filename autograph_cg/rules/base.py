@@ -24,6 +24,8 @@ class RuleContext(Protocol):
     def qualify(self, node: ast.expr) -> str | None: ...  # a dotted reference resolved through imports
     def is_global(self, name: str) -> bool: ...  # a module-level variable not shadowed here
     def owned(self, node: ast.expr) -> str | None: ...  # the forward argument `node` is (a part of): the caller owns it
+    @property
+    def framework(self) -> str | None: ...  # "paddle" or "torch": what the module imports (None: neither)
 
 
 @dataclass(frozen=True)

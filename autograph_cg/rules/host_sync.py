@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from autograph_cg.findings import Severity
+from autograph_cg.rules import host_values
 from autograph_cg.rules.base import HOST_SYNC, Rule, RuleContext
 from autograph_cg.rules.matchers import (
     any_arg_tensor,
@@ -67,48 +68,20 @@ def _slice_bound(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str
                     yield bound, ast.unparse(bound)
 
 
-#: Paddle APIs whose int / shape / scalar arguments are read on the host: a tensor there is a blocking copy.
-#: op -> (positions, keyword names). Method forms shift positions by one (no `x` argument).
-_HOST_VALUE_ARGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
-    "reshape": ((1,), ("shape",)),
-    "view": ((1,), ("shape_or_dtype", "size")),
-    "expand": ((1,), ("shape", "size")),
-    "broadcast_to": ((1,), ("shape",)),
-    "tile": ((1,), ("repeat_times",)),
-    "full": ((0,), ("shape",)),
-    "zeros": ((0,), ("shape",)),
-    "ones": ((0,), ("shape",)),
-    "empty": ((0,), ("shape",)),
-    "arange": ((0, 1, 2), ("start", "end", "step")),
-    "linspace": ((2,), ("num",)),
-    "topk": ((1,), ("k",)),
-    "split": ((1,), ("num_or_sections", "split_size_or_sections")),
-    "pad": ((1,), ("pad",)),
-    "interpolate": ((), ("size",)),
-    "slice": ((2, 3), ("starts", "ends")),
-    "strided_slice": ((2, 3, 4), ("starts", "ends", "strides")),
-    "randint": ((0, 1), ("low", "high")),
-    "eye": ((0, 1), ("num_rows", "num_columns")),
-}
-_NO_X_ARG = frozenset({"full", "zeros", "ones", "empty", "arange", "linspace", "randint", "eye"})
-
-
 def _tensor_as_host_value(ctx: RuleContext, call: ast.Call, name: str) -> bool:
-    func = call.func
-    op = name
-    positions, names = _HOST_VALUE_ARGS[op]
-    method_form = isinstance(func, ast.Attribute) and ctx.qualify(func) is None
-    if method_form and op in _NO_X_ARG:
-        return False
-    shift = 1 if method_form and op not in _NO_X_ARG else 0
-    for position in positions:
-        index = position - shift
-        if 0 <= index < len(call.args) and not isinstance(call.args[index], ast.Starred):
-            if ctx.holds_tensor(call.args[index]):
+    """A tensor (or a list holding one) at a place the framework's signature reads on the host (`host_values`)."""
+    qualname = ctx.qualify(call.func)
+    method = isinstance(call.func, ast.Attribute) and qualname is None
+    for positions, keywords, varargs in host_values.lookup(qualname, name, method, ctx.framework):
+        for index, arg in enumerate(call.args):
+            spread = varargs is not None and index >= varargs  # `x.view(b, *size, -1)`: all of them are sizes
+            if isinstance(arg, ast.Starred) and not spread:
+                break  # where the arguments after it go cannot be told
+            if (index in positions or spread) and ctx.holds_tensor(arg):
                 return True
-    if method_form and op in ("reshape", "view", "expand", "tile") and len(call.args) > 1:
-        return any(ctx.holds_tensor(a) for a in call.args)  # x.reshape(b, n, -1)
-    return any(kw.arg in names and ctx.holds_tensor(kw.value) for kw in call.keywords)
+        if any(kw.arg in keywords and ctx.holds_tensor(kw.value) for kw in call.keywords):
+            return True
+    return False
 
 
 def _not_a_tensor_copy(ctx: RuleContext, call: ast.Call, name: str) -> bool:
@@ -267,14 +240,18 @@ RULES = (
         family=HOST_SYNC,
         severity=Severity.ERROR,
         message="a tensor is passed to `{detail}` where a host int or shape is expected",
-        what="Finds tensors (or lists holding tensors) given to shape, size, count and bound arguments, e.g. "
+        what="Finds tensors (or lists holding tensors) given to shape, size, count, index and bound arguments, e.g. "
         "`x.reshape([b, n, -1])` with `n = paddle.shape(x)[1]`, `paddle.full(shape=t)`, `topk(k=t)`, "
-        "`torch.arange(t)`.",
+        "`torch.arange(t)`. Which arguments of which ops: the table derived from the frameworks' own signatures "
+        "(`autograph_cg/rules/host_values.json`; Paddle's `int | Tensor` and shape parameters, PyTorch's `int`, "
+        "`SymInt`, size and Scalar parameters that no overload takes as a tensor).",
         why="The framework must know the value on the host to build the output, so it copies the tensor to the "
         "CPU and waits (Paddle's IntArray/Scalar conversion does a blocking copy; PyTorch calls `.item()`).",
+        known_problems="Paddle's float parameters are not in the table (`paddle.arange(end=t)` reads `end` on the host too, "
+        "but its signature, `float | Tensor`, is the one of operands such as `pow`'s exponent).",
         example="n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
         instead="y = x.reshape([0, x.shape[1], -1])  # x.shape is host metadata",
-        ops=tuple(_HOST_VALUE_ARGS),
+        ops=host_values.names(),
         guard=_tensor_as_host_value,
         invalid=(
             "paddle: n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
@@ -282,8 +259,18 @@ RULES = (
             "torch: y = torch.arange(x.sum())",
             "torch: from torch.nn.functional import pad as torch_pad\ny = torch_pad(x, [x.sum(), 1])",
             "paddle: from paddle import reshape as reshaped\ny = reshaped(x, [x.max(), -1])",
+            "k = x.argmax(-1)\ny = x.topk(k=k.max())",
+            "torch: y = x.narrow(0, 0, x.sum())",
+            "torch: y = torch.nn.functional.one_hot(x, num_classes=x.max())",
+            "torch: n = x.sum()\ny = x.view(n, -1)",
+            "paddle: y = paddle.gather(x, x, axis=x.argmax())",
+            "paddle: y = x.narrow(0, 0, x.sum())",
         ),
         valid=(
+            "torch: y = x.masked_fill(x > 0, x.max())",
+            "torch: y = torch.clamp(x, min=x.mean())",
+            "paddle: y = paddle.pow(x, x.max())",
+            "paddle: y = paddle.masked_fill(x, x > 0, x.max())",
             "y = x.reshape([x.shape[0], -1])",
             "paddle: y = paddle.full([2, 3], 0.0)",
             "torch: y = x.view(-1, 4)",

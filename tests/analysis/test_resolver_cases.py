@@ -800,6 +800,307 @@ class BadHead(Base):
 """},
         {"m.GoodHead": "eligible", "m.BadHead": "ineligible"},
     ),
+    # `isinstance(config.act, str)` is decided for known candidates, and a required argument that no call passes
+    # (a class the package never builds) has no default build: the others decide which branch is the default one,
+    # so what only that argument may bring is conditional; a class that only such a build reaches stays unknown, and
+    # a default that is no string takes the other branch
+    "unseen-arguments-and-isinstance": (
+        {"parts.py": CLEAN, "m.py": """from collections import OrderedDict
+
+from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Table(OrderedDict):
+    def __getitem__(self, key):
+        return super().__getitem__(key)()
+
+
+ACTS = Table({{"clean": Clean}})
+
+
+class Config:
+    def __init__(self, act="clean"):
+        self.act = act
+
+
+class SyncConfig:
+    def __init__(self, act=Sync()):
+        self.act = act
+
+
+class Intermediate({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if isinstance(config.act, str):
+            self.act = ACTS[config.act]
+        else:
+            self.act = config.act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Block({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.inter = Intermediate(config)
+
+    def forward(self, x):
+        return self.inter(x)
+
+
+class Model({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.block = Block(config)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Unbuilt({Layer}):  # nothing in the package builds it, so nothing passes its config
+    def __init__(self, config):
+        super().__init__()
+        self.block = Block(config)
+        self.own = Direct(config)
+
+    def forward(self, x):
+        return self.own(self.block(x))
+
+
+class Direct({Layer}):  # only Unbuilt builds it: no default build says what `config.act` is
+    def __init__(self, config):
+        super().__init__()
+        if isinstance(config.act, str):
+            self.act = ACTS[config.act]
+        else:
+            self.act = config.act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Other({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if isinstance(config.act, str):
+            self.act = ACTS[config.act]
+        else:
+            self.act = config.act
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class SyncModel({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.other = Other(SyncConfig())
+
+    def forward(self, x):
+        return self.other(x)
+"""},
+        {"m.Intermediate": "conditional", "m.Block": "conditional", "m.Model": "conditional", "m.Direct": "unknown",
+         "m.Unbuilt": "unknown", "m.Other": "ineligible", "m.SyncModel": "ineligible"},
+    ),
+    # construction through an attribute that holds a class (`cnf.block(cnf, norm_layer)`), the field a subclass's
+    # `super().__init__(...)` hands to its dataclass base, and a list built only under a test on a host value's method
+    # (`arch.startswith("net")`, undecided rather than never holding)
+    "built-through-an-attribute": (
+        {"parts.py": CLEAN, "m.py": """from dataclasses import dataclass
+
+from {nn} import {Layer}, Sequential
+
+from .parts import Clean, Sync
+
+
+class Block({Layer}):
+    def __init__(self, cnf, norm_layer):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class SyncBlock({Layer}):
+    def __init__(self, cnf, norm_layer):
+        super().__init__()
+        self.norm = norm_layer()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+@dataclass
+class _Settings:
+    width: int
+    block: object
+
+
+class Settings(_Settings):
+    def __init__(self, width, block=None):
+        if block is None:
+            block = Block
+        super().__init__(width, block)
+
+
+def settings(arch: str):
+    if arch.startswith("net"):
+        found = [Settings(4), Settings(8)]
+    else:
+        raise ValueError(arch)
+    return found
+
+
+class Net({Layer}):
+    def __init__(self, setting, norm_layer=None):
+        super().__init__()
+        if norm_layer is None:
+            norm_layer = Clean
+        layers = []
+        for cnf in setting:
+            layers.append(cnf.block(cnf, norm_layer))
+        self.layers = Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class SyncNet({Layer}):
+    def __init__(self, setting, norm_layer=None):
+        super().__init__()
+        layers = []
+        for cnf in setting:
+            layers.append(cnf.block(cnf, norm_layer))
+        self.layers = Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def net(arch: str):
+    return Net(settings(arch))
+
+
+def synced_net():
+    return SyncNet([_Settings(2, SyncBlock)], norm_layer=Sync)
+"""},
+        {"m.Block": "eligible", "m.Net": "eligible", "m.SyncBlock": "ineligible", "m.SyncNet": "ineligible"},
+    ),
+    # a wrapper that hands its `*args` on (`super().__init__(*args, **kwargs)`) binds each of its callers' arguments
+    # to the place it came in, not every argument to every place past the star
+    "forwarded-positional-arguments": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Base({Layer}):
+    def __init__(self, kept, used):
+        super().__init__()
+        self.kept = kept
+        self.used = used
+
+    def forward(self, x):
+        return self.used(x)
+
+
+class SyncBase({Layer}):
+    def __init__(self, kept, used):
+        super().__init__()
+        self.kept = kept
+        self.used = used
+
+    def forward(self, x):
+        return self.used(x)
+
+
+class Wrapper(Base):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class SyncWrapper(SyncBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+def build():
+    return Wrapper(Sync(), Clean())
+
+
+def build_synced():
+    return SyncWrapper(Clean(), Sync())
+"""},
+        {"m.Wrapper": "eligible", "m.SyncWrapper": "ineligible"},
+    ),
+    # an attribute a class body declares with the class it holds (`config: Config`) holds an instance of it; a
+    # declaration that names no class (`config: "Config"`) leaves the value to the base that assigns it
+    "declared-attributes": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+class Config:
+    def __init__(self, act=Clean):
+        self.act = act
+
+
+class SyncConfig:
+    def __init__(self, act=Sync):
+        self.act = act
+
+
+class PreTrained({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+
+class CleanPreTrained(PreTrained):
+    config: Config
+
+
+class Head(CleanPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.act = self.config.act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class SyncHead(PreTrained):
+    config: SyncConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.act = self.config.act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Undeclared(PreTrained):
+    config: "Config"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.act = self.config.act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def build():
+    return PreTrained(SyncConfig())
+"""},
+        {"m.Head": "eligible", "m.SyncHead": "ineligible", "m.Undeclared": "ineligible"},
+    ),
     # a setter nothing in the package calls does not blank what the constructor builds: conditional at most
     "setters": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
@@ -950,6 +1251,37 @@ class Copied({Layer}):
 """},
         {"m.Aliased": "ineligible", "m.PartWritten": "ineligible", "m.Copied": "eligible"},
     ),
+    # layers added to a container a layer holds (`self.blocks.add_module(str(i), block)`) or to a local one are its items
+    "items-added-to-a-held-container": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Sequential
+
+from .parts import Clean, Sync
+
+
+class Stage({Layer}):
+    def __init__(self, depth, block_fn=Clean):
+        super().__init__()
+        self.blocks = Sequential()
+        for i in range(depth):
+            self.blocks.{add}(str(i), block_fn())
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class SyncStage({Layer}):
+    def __init__(self, depth):
+        super().__init__()
+        blocks = Sequential()
+        for i in range(depth):
+            blocks.{add}(str(i), Sync())
+        self.blocks = blocks
+
+    def forward(self, x):
+        return self.blocks(x)
+"""},
+        {"m.Stage": "eligible", "m.SyncStage": "ineligible"},
+    ),
     # what it added (by keywords too) and the layers it assigns to itself
     "container-subclass-items": (
         {"parts.py": CLEAN, "seq.py": """from {nn} import Sequential
@@ -1051,6 +1383,65 @@ def test_a_container_called_runs_every_item_so_their_kernels_add_up(tmp_path: Pa
     verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
     called = verdicts["pkg.m.Called"].kernels
     assert called >= 2 and verdicts["pkg.m.Stacked"].kernels == called
+
+
+HANDED = """from {nn} import {Layer}, Linear, LayerNorm, {List}
+
+from .parts import Sync
+
+
+class Block({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = Linear(width, width)
+        self.norm = LayerNorm(width)
+        self.out = Linear(width, width)
+
+    def forward(self, x):
+        return self.out(self.norm(self.fc(x)).tanh().exp().sin().cos().abs().sqrt().log1p().sigmoid())
+
+
+class Decoder({Layer}):
+    def __init__(self, layers, flag=False):
+        super().__init__()
+        self.layers = layers
+        self.flag = flag
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        if self.flag:
+            x = x / x.max().item()
+        return x
+
+
+class Model({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        layers = {List}()
+        for _ in range(2):
+            layers.append(Block(width))
+        self.decoder = Decoder(layers)
+        self.head = Sync()
+
+    def forward(self, x):
+        return self.head(self.decoder(x))
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_layers_handed_to_a_constructor_in_a_local_list_are_its_sublayers(tmp_path: Path, framework: str) -> None:
+    """`layers.append(Block())` then `self.decoder = Decoder(layers)`: the blocks sit in the decoder, so its graph holds
+    them, and a conditional decoder (it may run eagerly) lets them keep graphs of their own at the append."""
+    _write(tmp_path, framework, {"parts.py": CLEAN, "m.py": HANDED})
+    plan = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan
+    assert plan.verdicts["pkg.m.Decoder"].status.value == "conditional"
+    wrapped = {(s.wrapped_class, s.owner, s.target) for s in plan.sites}
+    assert ("pkg.m.Block", "pkg.m.Decoder", "layers[*]") in wrapped
+    assert ("pkg.m.Decoder", "pkg.m.Model", "self.decoder") in wrapped
+    (model,) = [r for r in plan.roots if r.qualname == "pkg.m.Model"]
+    (decoder,) = [c for c in model.children if c.qualname == "pkg.m.Decoder"]
+    assert [(c.qualname, c.wrapped) for c in decoder.children] == [("pkg.m.Block", True)]
 
 
 @pytest.mark.parametrize("framework", ["paddle", "torch"])

@@ -84,3 +84,46 @@ def test_a_value_cut_to_too_many_in_a_cycle_settles_instead_of_swinging() -> Non
     value = swing._ask(("a",))
     assert value == TOO_MANY
     assert max(swing._rounds.values()) < solver_module._MAX_ROUNDS
+
+
+def test_a_key_not_known_yet_reads_nothing_so_that_the_known_key_reads_only_its_own() -> None:
+    """Values only grow: a lookup made while its key is still being computed (empty) must not read every entry, or
+    the entries no key names stay in the value for good."""
+    package = _package(
+        """
+        import torch.nn as nn
+
+
+        class Clean:
+            pass
+
+
+        class Other:
+            pass
+
+
+        class Parts:
+            clean = Clean
+            other = Other
+
+
+        TABLE = {"clean": Clean, "other": Other}
+
+
+        class Net(nn.Module):
+            def __init__(self, kind="clean"):
+                super().__init__()
+                self.kind = kind
+                self.act = TABLE[self.kind]
+                self.same = TABLE.get(self.kind)
+                self.named = getattr(Parts, self.kind)
+                self.kind = getattr(self.act, "kind", "clean")
+                self.kind = getattr(self.same, "kind", "clean")
+                self.kind = getattr(self.named, "kind", "clean")
+        """
+    )
+    solver = package.solver
+    solver.attribute("m.Net", "kind")  # asked first: the lookups are solved while `kind` is still empty
+    assert solver.attribute("m.Net", "kind") == {("C", "clean")}
+    for attr in ("act", "same", "named"):
+        assert solver.attribute("m.Net", attr) == {("G", "m.Clean")}, attr

@@ -217,6 +217,8 @@ class CallSites:
                 return
         if tag in ("n", "i", "call", "fn") or (tag == "a" and callee[2][:1].isupper()):
             self.dynamic_sites.append((call, ctx))
+        elif tag == "a" and callee[1][0] not in ("t", "h") and summary.name.rsplit(".", 1)[-1] == "__init__":
+            self.dynamic_sites.append((call, ctx))  # `block_cnf.block(cnf, norm_layer)`: what construction builds through an attribute
 
     def _local(self, name: str, summary: ScopeSummary, facts: ModuleFacts) -> bool:
         """Whether `name` is bound in the function or one that encloses it (not a module-level name)."""

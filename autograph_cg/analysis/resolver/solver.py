@@ -25,6 +25,7 @@ from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOP
 from autograph_cg.analysis.resolver.values import (
     EMPTY,
     HOST,
+    HOST_CALLED,
     TENSOR,
     TOO_MANY,
     Atom,
@@ -47,7 +48,9 @@ _UNSETTLED = unknown("a value that does not settle")
 _MAX_NAME_PARTS = 10
 _LONG_CHAIN = unknown("an attribute chain of outside code too long to follow")
 _MAPPING_BASES = ("OrderedDict", "dict", "Mapping", "MutableMapping", "UserDict", "defaultdict")
-_STRING_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "split"})
+_STRING_METHODS = frozenset(
+    {"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "split", "startswith", "endswith"}
+)
 #: Layer methods that return the layer itself (`nn.Module.train`, `.to`, ...), when the package does not define them
 _RETURNS_SELF = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "to_empty"})
 _CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "modules"})
@@ -202,7 +205,7 @@ class Solver:
             return fails, holds
         if tag == "is":  # `x is None` (negated: `is not`)
             value = self._eval(condition[1], ctx)
-            vague = any(a[0] in ("?", "H") for a in value)
+            vague = any(a[0] in ("?", "H", HOST_CALLED[0]) for a in value)
             none = vague or ("C", None) in value
             other = vague or any(a != ("C", None) for a in value)
             return (other, none) if condition[2] else (none, other)
@@ -215,8 +218,38 @@ class Solver:
             same = any(a[0] != "C" or a[1] == condition[2] for a in value)
             other = any(a[0] != "C" or a[1] != condition[2] for a in value)
             return (other, same) if condition[3] else (same, other)
+        if tag == "isa":  # `isinstance(x, str)`: decided for candidates whose type is known (on no candidate, undecided)
+            types = _builtin_types(self._eval(condition[2], ctx))
+            tested = self._eval(condition[1], ctx) if types else EMPTY
+            outcomes = [self._is_instance(a, types) for a in tested] or [None]
+            return any(o is not False for o in outcomes), any(o is not True for o in outcomes)
         value = self._eval(condition, ctx)
         return any(_may_be(a, True) for a in value), any(_may_be(a, False) for a in value)
+
+    def _is_instance(self, atom: Atom, types: tuple[type, ...]) -> bool | None:
+        """Whether a candidate is an instance of builtin `types`; None when its type is not known. A constant is its
+        Python value, a dict atom a dict; a list atom may be a list, a tuple, a set or a framework container; tensors,
+        framework objects and package classes, functions and instances (bases of their own or the framework's) are
+        none of these types."""
+        kind = atom[0]
+        if kind == "C":
+            return isinstance(atom[1], types)
+        if kind == "K":
+            return dict in types
+        if kind == "L":
+            return False if not any(t in types for t in (list, tuple, set, frozenset)) else None
+        if kind == "T":
+            return False
+        if kind == "G" and (atom[1] in self.package.classes or self._function_scope(atom[1]) is not None):
+            return False
+        if kind == "I" and (fw.is_framework(atom[1]) or (atom[1] in self.package.classes and self._plain_class(atom[1]))):
+            return False
+        return None
+
+    def _plain_class(self, cls: str) -> bool:
+        """Whether a package class derives only from package classes, `object` and framework classes (so none of
+        the builtin types)."""
+        return all(b in ("object", "builtins.object") or fw.is_framework(b) for b in self._external_bases(cls))
 
     def scope(self, module: str, name: str) -> ScopeSummary | None:
         facts = self.package.modules.get(module)
@@ -345,6 +378,8 @@ class Solver:
             return self._eval(key[1], key[2])
         if tag == "items-of":
             return self._items(key[1])
+        if tag == "vararg":
+            return self._vararg_item(key[1], key[2])
         if tag == "truth":
             return frozenset({("C", self._truth(key[1], key[2]))})
         raise ValueError(key)
@@ -370,7 +405,7 @@ class Solver:
             for call, ctx in sites.dynamic_sites:
                 for run in self._runs(call, ctx):
                     for atom in self._ask(("expr", call[1], run)):
-                        if atom[0] == "G":
+                        if atom[0] == "G" and not self._unbound(call[1], atom[1], run):
                             found.setdefault(atom[1], []).append((call, run))
             changed = sites.register(found)
             if not changed:
@@ -378,6 +413,15 @@ class Solver:
             for solver in (self, *sharing):
                 solver.forget([("sites", qual) for qual in changed])
                 solver._rounds.clear()
+
+    def _unbound(self, callee: Expr, qual: str, run: Ctx) -> bool:
+        """Whether `obj.method(...)` may run the method `qual` unbound (`Cls.method(obj, x)`): its arguments would
+        bind one parameter off, so such a call is no call site of it (through instances only, it binds `self`)."""
+        if callee[0] != "a" or callee[2][:1].isupper():
+            return False
+        scope = self._function_scope(qual)
+        summary = self.scope(*scope) if scope is not None else None
+        return summary is not None and summary.method == "method" and any(a[0] != "I" for a in self._ask(("expr", callee[1], run)))
 
     def _runs(self, call: Expr, ctx: Ctx) -> list[Ctx]:
         """Where a call through a value is solved: in a function that calls a parameter (`model_cls(**kwargs)` in
@@ -549,6 +593,8 @@ class Solver:
             annotation = summary.annotations.get(name)
             if annotation is not None:
                 return instances(self._eval(annotation, outer), self.package.classes.__contains__)
+            if self.defaults:  # no build the package makes calls it without the argument: no default to read
+                return EMPTY
             return unknown(f"parameter `{name}` of {summary.name}, which no call seen passes")
         return union(parts)
 
@@ -571,7 +617,7 @@ class Solver:
         if 0 <= position and index < summary.positional:
             for offset, arg in enumerate(args):
                 if arg[0] == "*":  # `f(*xs)`: from here on, positions are the items of xs
-                    parts.append(self._items(self._eval(arg[1], ctx)))
+                    parts.append(self._spread_at(arg[1], ctx, position - offset))
                     break
                 if offset == position:
                     parts.append(self._eval(arg, ctx))
@@ -581,6 +627,40 @@ class Solver:
                 parts.append(self._eval(value, ctx))
             elif key is None:
                 parts.append(frozenset(a for atom in self._eval(value, ctx) if atom[0] == "K" for k, a in atom[1] if k == name))
+        return union(parts)
+
+    def _spread_at(self, spread: Expr, ctx: Ctx, index: int) -> Value:
+        """Item `index` of `*spread` in a call: when `spread` is the calling function's own `*args`, handed on as it came
+        (`super().__init__(*args, **kwargs)` in a wrapper), the argument its callers pass at that place; else any item."""
+        summary = self.scope(ctx[0], ctx[1]) if ctx[1] != MODULE_SCOPE else None
+        site = ctx[2]
+        if (
+            summary is not None and spread[0] == "n" and spread[1] == summary.vararg and spread[1] not in summary.locals
+            and (site is None or site[0] not in ("in",))
+        ):  # fmt: skip
+            return self._node(("vararg", ctx if site is None or site[0] != "self" else (ctx[0], ctx[1], None), index))
+        return self._items(self._eval(spread, ctx))
+
+    def _vararg_item(self, ctx: Ctx, index: int) -> Value:
+        """The positional argument `index` past the named ones that the calls of `ctx`'s function pass (the one call
+        it runs for, or every call seen)."""
+        summary = self.scope(ctx[0], ctx[1])
+        assert summary is not None and self._sites is not None
+        site = ctx[2]
+        if site is not None:
+            calls = [(self._sites.calls[site[0]], site[1], site[2])]
+        else:
+            calls = self._sites_of(f"{ctx[0]}.{ctx[1]}", summary)
+        parts: list[Value] = []
+        for call, caller, skip in calls:
+            place = max(summary.positional - skip, 0) + index
+            for offset, arg in enumerate(call[2]):
+                if arg[0] == "*":
+                    parts.append(self._spread_at(arg[1], caller, place - offset))
+                    break
+                if offset == place:
+                    parts.append(self._eval(arg, caller))
+                    break
         return union(parts)
 
     def _spread(self, args: list[Expr], ctx: Ctx) -> Value:
@@ -649,6 +729,8 @@ class Solver:
             return self._items(self._eval(expr[1], ctx))
         if tag == "named":  # `setattr(self, name, value)`: the value
             return self._eval(expr[2], ctx)
+        if tag == "ann":  # `config: LlamaConfig` in a class body: an instance of the package class it names
+            return frozenset(a for a in instances(self._eval(expr[1], ctx), self.package.classes.__contains__) if a[0] == "I")
         if tag == "?":
             return frozenset({expr})
         return unknown(f"an expression the resolver does not read ({tag})")
@@ -677,7 +759,8 @@ class Solver:
             call = self._getitem_calls.setdefault(expr, ("call", ("a", expr[1], "__getitem__"), (expr[2],), ()))
             out |= self._returns((self.package.classes[owner][0].module, f"{self.package.classes[owner][1].name}.__getitem__"), call, ctx)
         keys = self._eval(expr[2], ctx)
-        if keys and all(a[0] == "C" and isinstance(a[1], str) for a in keys):
+        # No key yet (a cycle still filling it in) reads nothing: values only grow, so every entry read then would stay.
+        if all(a[0] == "C" and isinstance(a[1], str) for a in keys):
             return frozenset(out) | union(self._items(frozenset(rest), a[1]) for a in keys)
         return frozenset(out) | self._items(frozenset(rest))
 
@@ -746,6 +829,7 @@ class Solver:
     def _instance_attribute(self, cls: str, attr: str) -> Value:
         """`self.attr` on an instance of `cls`: the first class of its MRO that assigns or defines it decides."""
         package = self.package
+        only_declared = False
         for owner in package.mro(cls):
             module, facts = package.classes[owner]
             written: list[Value] = []
@@ -763,9 +847,14 @@ class Solver:
                 return frozenset({("G", f"{owner}.{attr}")})
             if attr in facts.attrs:
                 declared = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in facts.attrs[attr])
-                return declared | self._field(cls, owner, attr)
+                found = declared | self._field(cls, owner, attr)
+                if found or any(e[0] != "ann" for e in facts.attrs[attr]):
+                    return found
+                only_declared = True  # `config: "Config"` says nothing of its value: a base that assigns it decides
             if not module.deep:
                 package.note_shallow(module)
+        if only_declared:
+            return EMPTY
         bases = self._external_bases(cls)
         if attr in _CONTAINER_READS and any(fw.layer_kind(b) == "container" for b in bases):
             held = self._node(("attr", cls, ITEMS)) if attr != ITEMS else EMPTY  # a ModuleDict subclass's own items
@@ -828,13 +917,25 @@ class Solver:
         return found
 
     def _field(self, cls: str, owner: str, attr: str) -> Value:
-        """A field of a class whose `__init__` is generated (a dataclass, a NamedTuple): what constructions pass."""
-        if self.defaults or any(self.package.classes[c][1].has_init for c in self.package.mro(cls)):
+        """A field of a class whose `__init__` is generated (a dataclass, a NamedTuple): what constructions pass, or,
+        when a subclass defines `__init__`, what the `super().__init__(...)` of the last such one hands on
+        (`MBConvConfig.__init__` passing `block` on to its dataclass base)."""
+        order = self.package.mro(cls)
+        here = order.index(owner)
+        if self.defaults or any(self.package.classes[c][1].has_init for c in order[here:]):
             return EMPTY
         fields = list(self.package.classes[owner][1].attrs)
         position = fields.index(attr)
+        handing = [c for c in order[:here] if self.package.classes[c][1].has_init]
+        if handing:
+            module, facts = self.package.classes[handing[-1]]
+            summary = self.scope(module.module, f"{facts.name}.__init__")
+            ctx: Ctx = (module.module, f"{facts.name}.__init__", None)
+            calls = [(c, ctx) for c in summary.calls if c[1] == ("sup", "__init__")] if summary is not None else []
+        else:
+            calls = [(call, ctx) for call, ctx, _ in self._sites_of(cls)]
         parts: list[Value] = []
-        for call, ctx, _ in self._sites_of(cls):
+        for call, ctx in calls:
             args = call[2]
             if position < len(args) and not any(a[0] == "*" for a in args[: position + 1]):
                 parts.append(self._eval(args[position], ctx))
@@ -937,6 +1038,8 @@ class Solver:
                 out |= union(self._container_method(d, atom[2], expr, ctx) for d in self._node(("mapping", atom[1])))
             elif kind in ("T",) or (kind == "I" and atom[1] in package.classes):
                 out.add(("T",))  # calling a layer: its forward's output
+            elif kind == "H":  # a host value called (`arch.startswith("b")`, a string past the constants kept): what
+                out.add(HOST_CALLED)  # comes out runs nothing a layer calls, but a test made of it is undecided
         return frozenset(out)
 
     def _returns(self, scope: tuple[str, str], expr: Expr, ctx: Ctx) -> Value:
@@ -955,7 +1058,7 @@ class Solver:
         args = expr[2]
         if method in ("get", "pop", "setdefault", "__getitem__") and args and args[0][0] != "*":
             keys = self._eval(args[0], ctx)  # `table.get(name)`: when the name is known strings, only what they index
-            if keys and all(a[0] == "C" and isinstance(a[1], str) for a in keys):
+            if all(a[0] == "C" and isinstance(a[1], str) for a in keys):  # no key yet: nothing (see `_index`)
                 items = union(self._items(frozenset({container}), a[1]) for a in keys)
             else:
                 items = self._items(frozenset({container}))
@@ -981,7 +1084,7 @@ class Solver:
             return HOST
         if isinstance(result, list):
             return frozenset({listing(("C", part) for part in result[:8])})
-        return frozenset({("C", result)}) if isinstance(result, str) else HOST
+        return frozenset({("C", result)}) if isinstance(result, (str, bool)) else HOST
 
     def _members(self, expr: Expr, ctx: Ctx) -> Value:
         """The layers a framework container is built with: `Sequential(a, b)`, `ModuleList([...])`, `*blocks`."""
@@ -1010,7 +1113,7 @@ class Solver:
             return self._items(first)
         if qual == "builtins.getattr":
             names = self._eval(args[1], ctx) if len(args) > 1 else EMPTY  # `getattr(self, self.base_model_prefix)`
-            if names and all(a[0] == "C" and isinstance(a[1], str) for a in names):
+            if all(a[0] == "C" and isinstance(a[1], str) for a in names):  # no name yet: nothing (see `_index`)
                 found = union(self._attribute_of(first, a[1]) for a in names)
             elif first and all(a[0] == "G" and fw.is_framework(a[1]) and a[1] not in self.package.classes for a in first):
                 found = frozenset({("G", f"{a[1]}.<computed>") for a in first})  # a framework module's function
@@ -1050,6 +1153,23 @@ def _compare(atom: Atom, op: str, number: float) -> bool | None:
         return None
     value = atom[1]
     return value > number if op == ">" else value >= number if op == ">=" else value < number if op == "<" else value <= number
+
+
+_SCALAR_TYPES = (str, int, float, bool, bytes)
+_BUILTIN_TYPES = {t.__name__: t for t in (*_SCALAR_TYPES, list, tuple, dict, set, frozenset)}
+
+
+def _builtin_types(value: Value) -> tuple[type, ...]:
+    """The builtin types a value names (`str`, `(int, float)`); () when it names anything else too."""
+    found: list[type] = []
+    for atom in value:
+        if atom[0] == "L":
+            found.extend(_builtin_types(atom[1]) or [object])
+        elif atom[0] == "G" and atom[1].startswith("builtins.") and atom[1][9:] in _BUILTIN_TYPES:
+            found.append(_BUILTIN_TYPES[atom[1][9:]])
+        else:
+            return ()
+    return () if not found or object in found else tuple(found)
 
 
 def _may_be(atom: Atom, truth: bool) -> bool:

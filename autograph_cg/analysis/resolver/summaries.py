@@ -20,6 +20,7 @@ An `Expr` is a tuple whose first item is its tag:
     ("not", e)                   a negation (for flags)
     ("if", cond, negated, e)     e, where it flows only when the `if` test cond holds (or fails, negated)
     ("named", name, e)           e, set as the attribute that `name` names (`setattr(self, name, e)`)
+    ("ann", e)                   an instance of the package class annotation e names (`config: LlamaConfig` in a class body)
     ("?", reason)                unknown, with why
 """
 

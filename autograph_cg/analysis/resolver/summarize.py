@@ -94,7 +94,7 @@ class Summarizer:
     def condition(self, node: ast.expr, self_name: str | None) -> Expr:
         """An `if` test as a truth to evaluate: ("and"|"or", (e, ...)), ("not", e), ("is", e, negated) for a
         `None` check, ("eq", e, value, negated) or ("cmp", e, ">"|">="|"<"|"<=", number) against a constant,
-        or any value (its truthiness)."""
+        ("isa", e, types) for `isinstance(e, types)`, or any value (its truthiness)."""
         if isinstance(node, ast.BoolOp):
             return ("and" if isinstance(node.op, ast.And) else "or", tuple(self.condition(v, self_name) for v in node.values))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -108,6 +108,12 @@ class Summarizer:
             if type(op) in _ORDER and isinstance(right, ast.Constant) and isinstance(right.value, (int, float)):
                 return ("cmp", self.expression(node.left, self_name), _ORDER[type(op)], right.value)
             return HOST
+        if (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+            and self.qualify("isinstance") is None and len(node.args) == 2 and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):  # fmt: skip
+            return ("isa", self.expression(node.args[0], self_name), self.expression(node.args[1], self_name))
         return self.expression(node, self_name)
 
     def class_body(self, node: ast.ClassDef) -> dict[str, tuple[Expr, ...]]:
@@ -116,6 +122,11 @@ class Summarizer:
         for statement in node.body:
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._statement(statement, scope, module_level=True)
+            if (
+                isinstance(statement, ast.AnnAssign) and statement.value is None and isinstance(statement.target, ast.Name)
+                and isinstance(statement.annotation, (ast.Name, ast.Attribute))
+            ):  # fmt: skip
+                scope.locals[statement.target.id].append(("ann", self._expr(statement.annotation, scope)))
         return {k: tuple(v) for k, v in scope.locals.items()}
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, owner: bool, parent: str | None = None) -> list[ScopeSummary]:
@@ -303,6 +314,10 @@ class Summarizer:
                 return
             if method in _EXTENDERS:
                 self._store_into(owner, self._expr(call.args[-1], scope), scope)
+                return
+            if method in _REGISTER_LAYER and len(call.args) >= 2 and not _names_self(owner, scope):
+                # `self.blocks.add_module(str(i), block)`, `stage.add_sublayer(name, b)`: one of that container's items
+                self._store_into(owner, ("l", (self._expr(call.args[1], scope),)), scope)
                 return
             if _names_self(owner, scope):
                 name = call.args[0]

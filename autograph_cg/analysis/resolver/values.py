@@ -6,6 +6,8 @@
     ("K", pairs)         a dict: pairs of (key or None, atom)
     ("C", value)         a host constant;  ("H",) a host value;  ("T",) a tensor
     ("?", reason)        something that cannot be seen, and why
+    ("HC",)              what calling a host value gave: nothing a layer runs (a call of it resolves to nothing, as
+                         before it existed), but a test made of it may go either way (`if arch.startswith("b"):`)
 
 A value holds at most one list and one dict atom (their contents merged), containers nest one level at most,
 and unknowns and constants are capped: values grow by content, so a fixed point is reached in a few rounds.
@@ -21,6 +23,7 @@ Value = frozenset  # of Atom
 EMPTY: Value = frozenset()
 TENSOR: Value = frozenset({("T",)})
 HOST: Value = frozenset({("H",)})
+HOST_CALLED: Atom = ("HC",)
 
 MAX_ATOMS = 64  # a value larger than this is cut to an unknown: the flow is too wide to decide a verdict (any timm model)
 MAX_REASONS = 4  # distinct unknowns kept in one value

@@ -7,6 +7,7 @@ import textwrap
 
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.index import index_source
+from autograph_cg.analysis.resolver import fixpoint
 from autograph_cg.analysis.resolver import solver as solver_module
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.values import MAX_ATOMS, TOO_MANY
@@ -66,7 +67,7 @@ def test_an_attribute_chain_of_outside_code_that_feeds_itself_ends_unknown() -> 
     names = [atom[1] for atom in found if atom[0] == "G"]
     assert "numpy.ndarray.device" in names and max(name.count(".") for name in names) < solver_module._MAX_NAME_PARTS
     assert ("?", "an attribute chain of outside code too long to follow") in found
-    assert max(package.solver._rounds.values()) < solver_module._MAX_ROUNDS  # settled, not given up on
+    assert max(package.solver._rounds.values()) < fixpoint._MAX_ROUNDS  # settled, not given up on
 
 
 class _Swing(Solver):
@@ -83,7 +84,7 @@ def test_a_value_cut_to_too_many_in_a_cycle_settles_instead_of_swinging() -> Non
     swing = _Swing(_package("x = 1\n"))
     value = swing._ask(("a",))
     assert value == TOO_MANY
-    assert max(swing._rounds.values()) < solver_module._MAX_ROUNDS
+    assert max(swing._rounds.values()) < fixpoint._MAX_ROUNDS
 
 
 def test_a_key_not_known_yet_reads_nothing_so_that_the_known_key_reads_only_its_own() -> None:

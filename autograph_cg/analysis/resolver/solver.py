@@ -19,6 +19,7 @@ from typing import Any, Callable, Hashable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ModuleFacts
+from autograph_cg.analysis.resolver.fixpoint import FixedPoint
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
@@ -39,10 +40,7 @@ from autograph_cg.analysis.resolver.values import (
 )
 
 _ROUNDS = 4  # rounds of call-site discovery through solved callees
-_MAX_DEPTH = 300  # nodes computed inside one another; deeper chains are unknown (and the stack stays small)
-_MAX_ROUNDS = 64  # computations of one node before its value is given up as unsettled
 _MAX_RUNS = 256  # calls of one function beyond which a call through its parameter is solved once for all of them
-_UNSETTLED = unknown("a value that does not settle")
 #: Parts of an outside qualified name (`paddle.distributed.fleet.layers.mpu.mp_layers.RowParallelLinear`: 7) beyond
 #: which an attribute read gives an unknown: a cycle (`x = x.device` of an outside object) grows one forever
 _MAX_NAME_PARTS = 10
@@ -58,7 +56,7 @@ _HOST_ANNOTATIONS = frozenset(("n", t) for t in ("str", "int", "float", "bool", 
 _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.startswith("builtins.")) | fw.HOST_BUILTINS
 
 
-class Solver:
+class Solver(FixedPoint):
     def __init__(
         self,
         package: PackageView,
@@ -67,25 +65,17 @@ class Solver:
         sites_from: "Solver | None" = None,
         index_from: "Solver | None" = None,
     ) -> None:
+        super().__init__()
         self.package = package
         self.defaults = defaults
         self.branches = branches  # when given: a branch it finds off by default builds nothing (the default build)
         self.sites_from = sites_from  # when given: the solver whose call sites (calls through values included) this one uses
         self.index_from = index_from  # when given: the solver whose index of calls by name this one shares
-        self._values: dict[Any, Value] = {}
-        self._dependents: dict[Any, set[Any]] = {}
-        self._dirty: set[Any] = set()
-        self._rounds: dict[Any, int] = {}  # how often each node was computed
-        self._stack: list[Any] = []
         self._sites: CallSites | None = None
         self._globals: dict[str, set[str]] = {}
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._top: set[str] | None = None
         self._getitem_calls: dict[Expr, Expr] = {}  # `table[key]` -> the `__getitem__` call it makes (kept: its id is a context's)
-        # names the result of the verdict pass that asks from outside (which then reads what it asked for)
-        self.asker: Callable[[], Hashable | None] | None = None
-        self._askers: dict[Any, set[Hashable]] = {}  # node (or summary, call sites) -> the results that asked for it
-        self.forgotten: set[Hashable] = set()  # results that asked for a value `forget` dropped
 
     def _roots(self) -> set[str]:
         """The package's top-level names: a name under them that is not found is unknown, not outside code."""
@@ -267,14 +257,12 @@ class Solver:
 
     # ----- kept across runs ---------------------------------------------------------------------------------------
     def forget(self, reads: list[Any]) -> None:
-        """Drop what read any of `reads` (nodes, or ("scope", module, name), ("globals", module), ("sites", qual)):
-        solved again when next asked. The results of the verdict pass that asked for a dropped value are noted in
-        `forgotten`."""
+        """`FixedPoint.forget`; what reads are here: nodes, ("scope", module, name), ("globals", module) (the names
+        a module's functions write under `global`, kept apart), ("sites", qual)."""
         for key in reads:
             if key[0] == "globals":
                 self._globals.pop(key[1], None)
-            self.forgotten.update(self._askers.pop(key, ()))
-        self._forget([self._dependents.pop(key, ()) for key in reads])
+        super().forget(reads)
 
     def refresh(self, summaries: frozenset[tuple[str, str]], names: set[str], methods: set[str]) -> None:
         """Drop what read the `summaries` (module, scope) edited since its values were solved, or the call sites
@@ -292,70 +280,9 @@ class Solver:
         assert self._sites is not None
         self._discover(self._sites, sharing)
 
-    # ----- the fixed point -----------------------------------------------------------------------------------------
-    def _ask(self, key: Any) -> Value:
-        self._prepare()
-        self._node(key)
-        self._drain()
-        return self._values[key]
-
-    def _node(self, key: Any) -> Value:
-        """A node's value so far; whoever is computing now depends on it and is recomputed when it grows."""
-        stack = self._stack
-        self._read(key)
-        known = self._values.get(key)
-        if known is not None:
-            if key in self._dirty and len(stack) < _MAX_DEPTH and key not in stack:
-                self._dirty.discard(key)  # it read a value that grew since: bring it up to date before it is read
-                self._recompute(key)
-                return self._values[key]
-            return known
-        self._values[key] = EMPTY  # a cycle back to this node reads the empty set until it is computed
-        if len(stack) >= _MAX_DEPTH:
-            self._values[key] = unknown("a chain of values too deep to follow")
-            return self._values[key]
-        try:
-            self._recompute(key)
-        except BaseException:  # not computed (Python's stack ran out, say): no placeholder may pass for its value
-            self._values.pop(key, None)
-            raise
-        return self._values[key]
-
-    def _read(self, key: Any) -> None:
-        """The node being computed reads `key` (a node, or a function's call sites): it is recomputed when that grows.
-        Asked from outside (no node is being computed), the result that `asker` names reads it."""
-        if self._stack:
-            readers = self._dependents.get(key)
-            if readers is None:
-                self._dependents[key] = {self._stack[-1]}
-            else:
-                readers.add(self._stack[-1])
-        elif self.asker is not None and (result := self.asker()) is not None:
-            self._askers.setdefault(key, set()).add(result)
-
-    def _recompute(self, key: Any) -> None:
-        rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
-        old = self._values.get(key)
-        if rounds > _MAX_ROUNDS:  # a safety net: a value that keeps changing is given up on, and stays so
-            value = _UNSETTLED
-        else:
-            self._stack.append(key)
-            try:
-                value = bounded(self._compute(key))
-            finally:
-                self._stack.pop()
-            if old and key[0] != "truth" and not value >= old:
-                # Values only grow, so the fixed point is reached: an input cut to "too many candidates" can make a
-                # value read smaller than it did, and letting it shrink swung the two until the round limit.
-                value = bounded(old | value)
-        if value != old:
-            self._values[key] = value
-            self._dirty.update(self._dependents.get(key, ()))
-
-    def _drain(self) -> None:
-        """Recompute what read a value before it grew, until nothing changes (values only grow: it ends)."""
-        while self._dirty:
-            self._recompute(self._dirty.pop())
+    # ----- the nodes -----------------------------------------------------------------------------------------------
+    def _grows(self, key: Any) -> bool:
+        return key[0] != "truth"  # whether a test holds is answered anew, not joined
 
     def _compute(self, key: Any) -> Value:
         tag = key[0]
@@ -436,18 +363,6 @@ class Solver:
         if not callers or len(callers) > _MAX_RUNS:
             return [ctx]
         return [self._run_for(site, caller, ctx[0], ctx[1], skip) for site, caller, skip in callers]
-
-    def _forget(self, readers: list[Any]) -> None:
-        """Drop what read changed call sites and everything computed from it: solved again when next asked. Only
-        that part starts over (recomputing in place could keep an atom that a cycle of nodes feeds itself)."""
-        todo = [key for group in readers for key in group]
-        while todo:
-            key = todo.pop()
-            if self._values.pop(key, None) is not None:
-                self.forgotten.update(self._askers.pop(key, ()))
-                self._rounds.pop(key, None)
-                self._dirty.discard(key)
-                todo.extend(self._dependents.pop(key, ()))
 
     def _sites_of(self, qual: str, summary: ScopeSummary | None = None) -> list[Site]:
         """The call sites of function `qual` (with its `summary`) or constructions of class `qual`, as the node being

@@ -1,0 +1,120 @@
+"""The fixed point the resolver's values are solved to: nodes computed on demand, each noting what it reads.
+
+A node (a key) is computed by `_compute` the first time it is asked for; whatever it reads (other nodes, or facts
+named by a key of their own: a summary, a module's global writes, a function's call sites) records it as a
+reader, so that a value that grows marks its readers dirty and they are computed again until nothing changes.
+Values only grow (they are joined with what they were), so the fixed point is reached. What is asked from outside
+(no node being computed) is recorded for the result that `asker` names, so that dropping a value (`forget`) tells
+which results asked for it: that is how answers are kept across runs and only what read an edit is redone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable
+
+from autograph_cg.analysis.resolver.values import EMPTY, Value, bounded, unknown
+
+MAX_DEPTH = 300  # nodes computed inside one another; deeper chains are unknown (and the stack stays small)
+_MAX_ROUNDS = 64  # computations of one node before its value is given up as unsettled
+_UNSETTLED = unknown("a value that does not settle")
+
+
+class FixedPoint:
+    def __init__(self) -> None:
+        self._values: dict[Any, Value] = {}
+        self._dependents: dict[Any, set[Any]] = {}  # what a node (or a fact's key) is read by
+        self._dirty: set[Any] = set()
+        self._rounds: dict[Any, int] = {}  # how often each node was computed
+        self._stack: list[Any] = []
+        self.asker: Callable[[], Hashable | None] | None = None  # the result asking from outside, if any
+        self._askers: dict[Any, set[Hashable]] = {}  # node (or a fact's key) -> the results that asked for it
+        self.forgotten: set[Hashable] = set()  # results that asked for a value `forget` dropped
+
+    def _compute(self, key: Any) -> Value:
+        raise NotImplementedError
+
+    def _grows(self, key: Any) -> bool:
+        """Whether a node's value is joined with what it was (else it is answered anew each time)."""
+        return True
+
+    def _prepare(self) -> None:
+        """What must be in place before the first node is asked for."""
+
+    def forget(self, reads: list[Any]) -> None:
+        """Drop what read any of `reads` (node or fact keys), and everything computed from it: solved again when next
+        asked. Only that part starts over (recomputing in place could keep an atom that a cycle of nodes feeds
+        itself). The results that asked for a dropped value are noted in `forgotten`."""
+        for key in reads:
+            self.forgotten.update(self._askers.pop(key, ()))
+        todo = [reader for key in reads for reader in self._dependents.pop(key, ())]
+        while todo:
+            key = todo.pop()
+            if self._values.pop(key, None) is not None:
+                self.forgotten.update(self._askers.pop(key, ()))
+                self._rounds.pop(key, None)
+                self._dirty.discard(key)
+                todo.extend(self._dependents.pop(key, ()))
+
+    def _ask(self, key: Any) -> Value:
+        self._prepare()
+        self._node(key)
+        self._drain()
+        return self._values[key]
+
+    def _node(self, key: Any) -> Value:
+        """A node's value so far; whoever is computing now depends on it and is recomputed when it grows."""
+        stack = self._stack
+        self._read(key)
+        known = self._values.get(key)
+        if known is not None:
+            if key in self._dirty and len(stack) < MAX_DEPTH and key not in stack:
+                self._dirty.discard(key)  # it read a value that grew since: bring it up to date before it is read
+                self._recompute(key)
+                return self._values[key]
+            return known
+        self._values[key] = EMPTY  # a cycle back to this node reads the empty set until it is computed
+        if len(stack) >= MAX_DEPTH:
+            self._values[key] = unknown("a chain of values too deep to follow")
+            return self._values[key]
+        try:
+            self._recompute(key)
+        except BaseException:  # not computed (Python's stack ran out, say): no placeholder may pass for its value
+            self._values.pop(key, None)
+            raise
+        return self._values[key]
+
+    def _read(self, key: Any) -> None:
+        """The node being computed reads `key` (a node, or a fact's key): it is recomputed when that grows. Asked
+        from outside (no node is being computed), the result that `asker` names reads it."""
+        if self._stack:
+            readers = self._dependents.get(key)
+            if readers is None:
+                self._dependents[key] = {self._stack[-1]}
+            else:
+                readers.add(self._stack[-1])
+        elif self.asker is not None and (result := self.asker()) is not None:
+            self._askers.setdefault(key, set()).add(result)
+
+    def _recompute(self, key: Any) -> None:
+        rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
+        old = self._values.get(key)
+        if rounds > _MAX_ROUNDS:  # a safety net: a value that keeps changing is given up on, and stays so
+            value = _UNSETTLED
+        else:
+            self._stack.append(key)
+            try:
+                value = bounded(self._compute(key))
+            finally:
+                self._stack.pop()
+            if old and self._grows(key) and not value >= old:
+                # Values only grow, so the fixed point is reached: an input cut to "too many candidates" can make a
+                # value read smaller than it did, and letting it shrink swung the two until the round limit.
+                value = bounded(old | value)
+        if value != old:
+            self._values[key] = value
+            self._dirty.update(self._dependents.get(key, ()))
+
+    def _drain(self) -> None:
+        """Recompute what read a value before it grew, until nothing changes (values only grow: it ends)."""
+        while self._dirty:
+            self._recompute(self._dirty.pop())

@@ -210,7 +210,7 @@ class Package:
             solver.asker = self._asking
 
     def _asking(self) -> Hashable | None:
-        """The result asking the resolver now: it reads the answers it gets (see `Solver.forget`)."""
+        """The result asking the resolver now: it reads the answers it gets (see `FixedPoint.forget`)."""
         return self.ledger.current()
 
     def __getstate__(self) -> dict:

@@ -3,7 +3,7 @@
 An edit that leaves every file's summaries as they were (a comment, a line in a body that calls nothing new, a
 finding added or fixed) cannot change what the resolver answers: those answers are loaded, and of the verdicts
 and function results only those that read an edited file are judged again (`Ledger`). An edit that changes
-summaries but not what a file imports or defines drops the answers that read them (`Solver.forget`). An edit of a
+summaries but not what a file imports or defines drops the answers that read them (`FixedPoint.forget`). An edit of a
 file's frame, or a file added or removed, solves the package afresh.
 
 The state is kept by `runner.SolvedStore`, one per shape of run (the files analyzed and the settings).

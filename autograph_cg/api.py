@@ -142,7 +142,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     state = store.get(shape)
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
 
-        def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] = frozenset(), summaries: frozenset[tuple[str, str]] = frozenset()) -> Package:
+        def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] | None = None, summaries: frozenset[tuple[str, str]] = frozenset()) -> Package:
             with _stack_room():  # the files are indexed with Python's own limit, which the parser's checks assume
                 package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead, changed=changed, summaries=summaries)
                 package.compute_all()
@@ -153,11 +153,10 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
         stamps = {source.path: stamp for source, _, stamp in stamped}
         changed = state.changed({m.path: stamps[m.path] for m in modules}) if state is not None else None
         summaries = state.summaries_changed(modules, changed) if state is not None and changed is not None else None
-        carried = state is not None and changed is not None and summaries is not None
-        if state is not None and changed is not None and summaries is not None:  # the edits left every frame as it was
-            package = judged(modules, state.package, changed, frozenset(summaries))
+        if state is not None and changed is not None and summaries is not None:  # no frame was edited
+            package, carried = judged(modules, state.package, changed, frozenset(summaries)), True
         else:
-            package = judged(modules)
+            package, carried = judged(modules), False
         walked: set[str] = set()
         while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
             wanted = package.shallow_reached - walked
@@ -180,7 +179,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     summary = _summary(len(sources), files, lines, read_errors, findings, verdicts, plan)
     analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
     facts_cache.save(file_key for _, file_key, _ in stamped)
-    if not carried or (package.results() - package.kept) * 8 > package.results():  # a few judged again: kept as it was
+    if not carried or (package.results() - package.kept) * 8 > package.results():  # few judged again: the state stays
         files = {m.path: (stamps[m.path], m.digests) for m in modules}
         store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package))
     results.put(key, analysis)

@@ -159,11 +159,11 @@ class Package:
         not_capturable: tuple[str, ...] = (),
         solved: "Package | None" = None,
         ahead: Callable[[str], None] | None = None,
-        changed: frozenset[str] = frozenset(),
+        changed: frozenset[str] | None = None,
         summaries: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
-        """`solved`: an earlier package of the same files, some of them indexed less deeply, or edited since (the
-        files `changed`, whose summaries `summaries` changed, as (module, scope); their frames did not). Its resolver
+        """`solved`: an earlier package of the same files: this run's, some of them indexed less deeply; or the last
+        run's, with the files `changed` edited since (`summaries` changed, as (module, scope); no frame did). Its resolver
         answers hold here too, but for those that read a changed summary (the resolver reads the summaries of every
         body, which a deeper index of a file does not change), and so do its verdicts and function results that read
         nothing a deeper index replaces, no file of `changed` and no resolver answer dropped: all are kept.
@@ -196,12 +196,13 @@ class Package:
         self._on_deep = ahead  # told each file that `shallow_reached` gains
         # what each memoized result read and added (functions reached, AG9xx places, extra findings, internal errors)
         self.ledger = Ledger()
-        self.kept = 0  # memoized results kept from `solved`
+        self.kept = 0  # memoized results kept from the last run's package
         if solved is not None:
             self.solver, self.defaults, self.configured = solved.solver, solved.defaults, solved.configured
             for solver in (self.solver, self.defaults, self.configured):
                 solver.rebind(self, self._asking)
-            self._carry(solved, changed, self._refresh(summaries) if summaries else set())
+            self._carry(solved, changed or frozenset(), self._refresh(summaries) if summaries else set())
+            self.kept = self.results() if changed is not None else solved.kept
             return
         self.solver = Solver(self)
         self.defaults = Solver(self, defaults=True, index_from=self.solver)  # what holds when nobody passes anything: default-off flags
@@ -249,7 +250,6 @@ class Package:
         self._class_memo = {q: v for q, v in solved._class_memo.items() if q in keep}
         self._function_memo = {k: v for k, v in solved._function_memo.items() if k in keep}
         self.ledger = ledger.kept(keep)
-        self.kept = self.results()
 
     def results(self) -> int:
         """How many verdicts and function results are memoized."""

@@ -10,7 +10,7 @@ import click
 
 from autograph_cg.api import analyze
 from autograph_cg.cli.options import min_kernels_option, analysis_options, build_options, paths_argument
-from autograph_cg.rewrite import RewriteReport, Status, WrapSettings, rewrite_files, undo_files
+from autograph_cg.rewrite import RewriteReport, Status, WrapSettings, edit_pool, rewrite_files, undo_files
 from autograph_cg.rewrite.results import plural
 from autograph_cg.sources import discover
 
@@ -77,16 +77,18 @@ def rewrite(
             settings = WrapSettings(num_warmup_steps=steps, compile=("*",) if compile_ else options.config.compile)
         except (TypeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from None
-        analysis = analyze(list(paths), options)
-        assert analysis.plan is not None  # planned: the options ask for a plan
-        report = rewrite_files(
-            analysis.plan.sites,
-            len(analysis.files),
-            write=write,
-            diff=diff,
-            settings=settings,
-            errors=analysis.errors,
-            jobs=options.jobs,
-        )
+        with edit_pool(options.jobs) as pool:  # forked before the analysis grows this process
+            analysis = analyze(list(paths), options)
+            assert analysis.plan is not None  # planned: the options ask for a plan
+            report = rewrite_files(
+                analysis.plan.sites,
+                len(analysis.files),
+                write=write,
+                diff=diff,
+                settings=settings,
+                errors=analysis.errors,
+                jobs=options.jobs,
+                pool=pool,
+            )
     _print(report, fmt, check, bool(kwargs.get("quiet")))
     sys.exit(report.exit_code(check))

@@ -23,7 +23,7 @@ import functools
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import libcst as cst
@@ -94,6 +94,7 @@ class Source:
     footer: str  # blank and comment lines below the last statement
     newline: str  # the file's first line break: what libcst writes where it adds a line
     lines: tuple[str, ...]  # the file's lines, each with its line break
+    _bodies: dict[Statement, Body | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def parse(self, statement: Statement) -> cst.Module:
         """A statement alone as a libcst module (a nested one under `class _:`), or Unsafe when libcst cannot give
@@ -131,7 +132,13 @@ class Source:
     def body(self, statement: Statement) -> Body | None:
         """A statement with one indented block (class, function, `with`, `for` or `while` without `else`, `if`
         without `else`) split into its header, its block's statements and its trailing comments; None for another
-        statement, or a block that sits on its header's line."""
+        statement, or a block that sits on its header's line. Split once: the edit, the AST check and undo of the
+        same file descend through the same blocks."""
+        if statement not in self._bodies:
+            self._bodies[statement] = self._split(statement)
+        return self._bodies[statement]
+
+    def _split(self, statement: Statement) -> Body | None:
         node = statement.nodes[0]
         if len(statement.nodes) != 1 or not isinstance(node, _ONE_BLOCK) or getattr(node, "orelse", None):
             return None

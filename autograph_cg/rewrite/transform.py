@@ -11,6 +11,7 @@ a site as it is, in both directions.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -138,7 +139,10 @@ class _Wrap(_Scoped):
         """Nodes that span no site's first line hold no site: their children are left unvisited (and unrebuilt)."""
         descend = super().on_visit(node)
         r = self.call_positions.get(node)
-        return descend and (r is None or any(r.start.line + self.offset <= n <= r.end.line + self.offset for n in self.lines))
+        if not descend or r is None:
+            return descend
+        i = bisect_left(self.lines, r.start.line + self.offset)  # the first site line at or after the node's first
+        return i < len(self.lines) and self.lines[i] <= r.end.line + self.offset
 
     def visit_Call(self, node: cst.Call) -> None:
         inner = cst_wrapped_call(node)
@@ -195,16 +199,22 @@ def _edit_statements(
     """Edit the statements that have work, each alone: the innermost that hold all the work of their block's
     statement (whose header and trailing comments have none). The texts of all top-level statements, in order."""
     total = Counts()
+    return [_edit_within(source, st, wanted, make, need_positions, total) for st in source.statements], total
 
-    def edit(statement: Statement) -> str:
-        if not wanted(statement.text, statement.line, statement.end):
-            return statement.text
-        body = source.body(statement)
-        if body is None or wanted(body.head, statement.line, body.members[0].line - 1) or wanted(body.tail, body.members[-1].end + 1, statement.end):
-            return _edit(source, statement, make, need_positions, total)
-        return body.head + "".join(edit(m) for m in body.members) + body.tail
 
-    return [edit(st) for st in source.statements], total
+def _edit_within(
+    source: Source, statement: Statement, wanted: Wanted, make: Callable[[Positions | None, int], _Scoped], need_positions: bool, total: Counts
+) -> str:
+    """A statement's new text: edited whole, or through the statements of its block. A function of the module, not a
+    closure that calls itself: such a closure is a reference cycle, and would keep the file's syntax tree for the
+    cyclic collector to find (most of a rewrite's collector time)."""
+    if not wanted(statement.text, statement.line, statement.end):
+        return statement.text
+    body = source.body(statement)
+    if body is None or wanted(body.head, statement.line, body.members[0].line - 1) or wanted(body.tail, body.members[-1].end + 1, statement.end):
+        return _edit(source, statement, make, need_positions, total)
+    inner = "".join(_edit_within(source, m, wanted, make, need_positions, total) for m in body.members)
+    return body.head + inner + body.tail
 
 
 def _edit(source: Source, statement: Statement, make: Callable[[Positions | None, int], _Scoped], need_positions: bool, total: Counts) -> str:

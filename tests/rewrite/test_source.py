@@ -109,3 +109,11 @@ def test_generated_programs_are_split_as_libcst_splits_them(text: str) -> None:
         return
     assume(module.bytes == data)
     _agree(source, module)
+
+
+def test_a_block_is_split_once_for_the_edit_the_check_and_undo() -> None:
+    source = load(b"class A:\n    x = 1\n\n    def f(self):\n        return 1\n")
+    statement = source.statements[0]
+    body = source.body(statement)
+    assert body is not None and [m.text.strip() for m in body.members] == ["x = 1", "def f(self):\n        return 1"]
+    assert source.body(statement) is body

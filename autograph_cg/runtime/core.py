@@ -622,8 +622,11 @@ class Runner:
             return self._partial_backward(token, grads, routed)
         if self.probation > 0:
             self.probation -= 1
-        if self._relayout(slot, grads):
-            return self._backward_in_layout(token, grads, routed)
+        relaid = self._relayout(slot, grads)
+        if relaid and (in_grads := self._backward_in_layout(slot, grads)) is not None:
+            self._learn_layouts(slot, relaid)
+            self.release(slot, token.generation)
+            return self._input_grads(slot, in_grads), [None] * routed
         zeroed = slot.zeroed
         present = []
         for k, (static, i) in enumerate(zip(slot.grad_outputs, slot.diff_outputs)):
@@ -658,6 +661,8 @@ class Runner:
                     bank.finish(plan, skip)
                 self.stats.backward_replays += 1
                 in_grads = [ops.clone(g) if reached is None or k in reached else None for k, g in enumerate(graph.outputs)]
+        if relaid:
+            self._learn_layouts(slot, relaid)
         self.release(slot, token.generation)
         return self._input_grads(slot, in_grads), [None] * routed
 
@@ -671,28 +676,34 @@ class Runner:
                 found.append((i, got))
         return found
 
-    def _backward_in_layout(self, token: Token, grads: Sequence[Any], routed: int) -> tuple[list, list]:
+    def _backward_in_layout(self, slot: Slot, grads: Sequence[Any]) -> list | None:
         """A gradient arrived in another memory layout than its buffer's: copied into the buffer, the
         backward's kernels would add up in another order than eager's. This backward differentiates the
-        captured autograd graph with the gradients as they came (eager's numbers); the key's graphs are
-        dropped and captured again with buffers in the layouts learned, unless an output's gradient
-        changed layouts too often (then such backwards stay eager). A layout may change once more when the
-        layer that sends the gradient was captured again for a layout of its own."""
-        slot = token.slot
-        entry = slot.entry
-        assert entry is not None  # every captured slot has its key's entry
+        captured autograd graph with the gradients as they came (eager's numbers). None where that graph
+        cannot be differentiated outside the capture (a block checkpointed inside the layer recomputes
+        otherwise than it ran in the capture): the backward then replays, the gradients copied in."""
         present = [grads[i] is not None for i in slot.diff_outputs]
         given = [grads[i] for i, p in zip(slot.diff_outputs, present) if p]
-        in_grads = self._backward_eagerly(slot, present, given)
+        try:
+            return self._backward_eagerly(slot, present, given)
+        except self.ops.recompute_errors:
+            if slot.stale:  # no graph to replay either
+                raise
+            return None
+
+    def _learn_layouts(self, slot: Slot, relaid: list) -> None:
+        """The key's graphs are dropped and captured again with buffers in the layouts learned, unless an
+        output's gradient changed layouts too often (then such backwards stay eager). A layout may change once
+        more when the layer that sends the gradient was captured again for a layout of its own."""
+        entry = slot.entry
+        assert entry is not None  # every captured slot has its key's entry
         if entry.relayouts >= MAX_RELAYOUTS:
             self.stats.fallback("the gradient of an output arrives in varying memory layouts: its backward runs eagerly")
         elif not slot.stale:
             entry.relayouts += 1
-            entry.grad_layouts.update(self._relayout(slot, grads))
+            entry.grad_layouts.update(relaid)
             self._drop_entry(entry)
             self.stats.recapture("a gradient arrived in another memory layout than its graph's buffer")
-        self.release(slot, token.generation)
-        return self._input_grads(slot, in_grads), [None] * routed
 
     def _input_grads(self, slot: Slot, in_grads: list) -> list:
         result: list = [None] * len(slot.static_inputs)

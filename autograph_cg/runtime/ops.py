@@ -68,6 +68,9 @@ class Ops(Protocol):
     def layout(self, t: Any) -> tuple | None: ...  # t's memory layout, if a buffer can take it (strides)
     def zeros_in_layout(self, t: Any, layout: tuple | None) -> Any: ...  # zeros like t, in layout (None: t's)
     def autograd_grad(self, outputs: list, inputs: list, grad_outputs: list) -> list: ...
+    # errors of differentiating a captured autograd graph again outside the capture, where code it recomputes
+    # (checkpointing) takes another path than it took in the capture
+    recompute_errors: tuple[type[BaseException], ...]
     def backward_into(
         self, outputs: list, grad_outputs: list, leaves: list, take: Callable[[int, Any], None], retain: bool
     ) -> None: ...  # hands take(k, grad) each leaf's gradient once complete; none for unused leaves

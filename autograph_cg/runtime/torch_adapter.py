@@ -14,6 +14,7 @@ from typing import Any, ContextManager, Iterator, Sequence
 
 import torch
 import torch._functorch.config
+import torch.utils.checkpoint
 from torch.autograd.function import once_differentiable
 from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree
@@ -206,6 +207,7 @@ class TorchOps:
     )
     requires_grad = staticmethod(operator.attrgetter("requires_grad"))
     data_ptr = staticmethod(torch.Tensor.data_ptr)
+    recompute_errors = (torch.utils.checkpoint.CheckpointError,)
 
     @staticmethod
     def versions(ts: Sequence[torch.Tensor]) -> list:

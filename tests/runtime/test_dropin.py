@@ -536,3 +536,62 @@ def test_a_gradient_that_alternates_layouts_stops_recapturing_and_stays_exact(cp
         assert stats["recaptures"] == MAX_RELAYOUTS and varying and stats["backward_replays"] > 0
     else:
         assert stats["recaptures"] == 0 and not varying and stats["backward_replays"] == 9
+
+
+def test_a_checkpointed_block_that_runs_otherwise_in_capture_keeps_training_when_a_gradient_changes_layout(torch_fw):
+    """A wrapped layer that checkpoints a block without reentry, whose code takes another path while a stream
+    captures (transformers builds its masks so): an eager backward of the captured autograd graph would recompute
+    the block outside the capture and torch's checkpoint refuses it (saved and recomputed values differ). When a
+    gradient arrives in another layout, such a layer's backward replays its graph with the gradient copied in; its
+    next key is captured in the layout learned; training goes on with eager's losses."""
+    fw = torch_fw
+    torch = fw.torch
+    from torch.utils.checkpoint import checkpoint
+
+    from autograph_cg.runtime import is_capturing
+
+    class Scaled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(D, D)
+
+        def forward(self, x):
+            capturing = is_capturing() or (x.is_cuda and torch.cuda.is_current_stream_capturing())
+            scale = torch.full((), 2, dtype=torch.int32 if capturing else torch.int64, device=x.device)
+            return self.fc(x) * scale  # the product saves the scale for its backward
+
+    class Block(torch.nn.Module):
+        """Hands its output out as a transposed view: a head's gradient comes back laid out otherwise."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = Scaled()
+
+        def forward(self, x):
+            h = checkpoint(self.inner, x, use_reentrant=False)
+            return h.transpose(1, 2).contiguous().transpose(1, 2)
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = Block()
+            self.head = torch.nn.Linear(D, D)
+
+        def forward(self, x):
+            return self.head(self.block(x))
+
+    torch.manual_seed(0)
+    ref = fw.place(Model())
+    model = fw.twin(ref)
+    fw.wrap(model.block, num_warmup_steps=1)
+    for step in range(5):
+        x = randn(B, 6, D)
+        losses = []
+        for m in (model, ref):
+            loss = fw.loss(m(fw.tensor(x)))
+            fw.backward(loss)
+            losses.append(loss.item())
+            fw.clear_grads(m, True)
+        assert losses[0] == pytest.approx(losses[1], rel=1e-5), f"step {step}"
+    stats = stats_of(model.block)
+    assert stats["captures"] >= 2 and stats["backward_replays"] >= 3 and stats["disabled_reason"] is None

@@ -86,15 +86,17 @@ def paused_gc() -> Iterator[None]:
     """The analysis builds millions of long-lived objects (facts, values, memos) and little cyclic garbage: the
     collector's full passes over them cost a tenth of a run and free almost nothing. Restored after, with what was
     made meanwhile moved to the oldest generation unexamined: re-enabled as it was, the collector's next pass would
-    walk every one of them at once (2 s after a warm run of a large package, for nothing)."""
+    walk every one of them at once (2 s after a warm run of a large package, for nothing). A process that froze
+    its heap (a pool worker, for the heap it inherited) keeps it frozen: unfreezing would hand it to the collector."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

@@ -16,6 +16,7 @@ from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.guards import consistent, literal
 from autograph_cg.analysis.facts import ModuleFacts, SiteFacts
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE
+from autograph_cg.analysis.resolver.values import HOST_CALLED
 from autograph_cg.analysis.verdicts import Guard, Status, Verdict
 from autograph_cg.findings import Span
 
@@ -338,8 +339,12 @@ def _direct(package: Package, module: ModuleFacts, cls: str) -> _Built:
 
 
 def _classify(package: Package, value: frozenset) -> _Built:
+    """The layers a site may build. What calling a host value gave (`HOST_CALLED`) builds nothing, as when such a call
+    resolved to nothing: it must not make the site opaque (timm's ResNet stages, `Sequential(*blocks)` where a block
+    class may also be an item of `tuple(repeat(x, n))`, lost their wrapper to it)."""
     classes: list[str] = []
     others: list[str] = []
+    value = value - {HOST_CALLED}
     opaque = not value
     for atom in value:
         if atom[0] == "I" and atom[1] in package.classes and package.is_layer(atom[1]):

@@ -1444,6 +1444,62 @@ def test_layers_handed_to_a_constructor_in_a_local_list_are_its_sublayers(tmp_pa
     assert [(c.qualname, c.wrapped) for c in decoder.children] == [("pkg.m.Block", True)]
 
 
+STAGED = """from itertools import repeat
+
+from {nn} import {Layer}, Linear, LayerNorm, Sequential
+
+
+class Block({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = Linear(width, width)
+        self.norm = LayerNorm(width)
+        self.out = Linear(width, width)
+
+    def forward(self, x):
+        return self.out(self.norm(self.fc(x)).tanh().exp().sin().cos().abs().sqrt().log1p().sigmoid())
+
+
+def as_tuple(x, n):
+    if isinstance(x, (list, tuple)):
+        return tuple(x)
+    return tuple(repeat(x, n))
+
+
+def make_stages(block_fns, depths, width):
+    stages = []
+    for i, (block_fn, depth) in enumerate(zip(block_fns, depths)):
+        blocks = []
+        for _ in range(depth):
+            blocks.append(block_fn(width))
+        stages.append((f"layer{{i + 1}}", Sequential(*blocks)))
+    return stages
+
+
+class Net({Layer}):
+    def __init__(self, block=Block, depths=(2, 2), width=8):
+        super().__init__()
+        for stage in make_stages(as_tuple(block, len(depths)), depths, width):
+            self.{add}(*stage)
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(x))
+        return x / x.max().item()
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_stage_built_beside_a_host_value_called_is_wrapped(tmp_path: Path, framework: str) -> None:
+    """`block_fn(width)` where `block_fn` may also be a host value (an item of `tuple(repeat(x, n))`): calling it builds
+    nothing, so the Sequential of the blocks holds only blocks and is wrapped whole (timm's ResNet stages, registered
+    with `self.add_module(*stage)`, lost their wrapper when that call was taken for something unknown)."""
+    _write(tmp_path, framework, {"m.py": STAGED})
+    plan = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan
+    assert plan.verdicts["pkg.m.Net"].status.value == "ineligible"
+    wrapped = {(s.wrapped_class, s.owner, s.target) for s in plan.sites}
+    assert wrapped == {(f"{framework}.nn.Sequential", "pkg.m.Net", "stages[*]")}
+
+
 @pytest.mark.parametrize("framework", ["paddle", "torch"])
 def test_declared_callables_decide_what_the_package_cannot_see(tmp_path: Path, framework: str) -> None:
     files, _ = CASES["optional-imports"]

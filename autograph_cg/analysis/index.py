@@ -19,7 +19,7 @@ from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
 from autograph_cg.analysis.resolver.summarize import Summarizer
-from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name
+from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name, statement_calls
 from autograph_cg.analysis.solved import digests
 from autograph_cg.analysis.suppressions import scan
 from autograph_cg.sources import parse
@@ -449,8 +449,9 @@ class SiteCollector:
                 self._assign(statement.target, statement.value, statement)
             elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
                 self._extend_list(statement.target.id, statement.value)
-            elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-                self._call_statement(statement.value, statement)
+            elif isinstance(statement, ast.Expr):
+                for call in statement_calls(statement.value):
+                    self._call_statement(call, statement)
             elif isinstance(statement, ast.Return) and self.cls is None:
                 self._nested_containers(statement.value, "return", statement)
             elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):

@@ -14,6 +14,16 @@ from autograph_cg.findings import Span
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def statement_calls(value: ast.expr) -> list[ast.Call]:
+    """The calls an expression statement makes for their effect: `f(x)`, and each of `f(x), g(y)` (a trailing
+    comma, as in `self.add_module("norm", Norm()),`, makes the statement a tuple of its calls)."""
+    if isinstance(value, ast.Call):
+        return [value]
+    if isinstance(value, ast.Tuple):
+        return [e for e in value.elts if isinstance(e, ast.Call)]
+    return []
+
+
 def dotted_name(node: ast.expr, base_of: Callable[[str], str | None]) -> str | None:
     """`F.gelu` -> "paddle.nn.functional.gelu", given what the leading name stands for; None if unknown."""
     parts: list[str] = []

@@ -1571,3 +1571,40 @@ def test_a_finding_a_guard_keeps_out_says_which_in_json_and_sarif_and_explain_te
     assert "properties" not in by_function["Outside.forward"]
     explained = runner.invoke(main, ["explain", "conditional"]).stdout
     assert "under a guard" in explained and 'guard={"past_key_values": "is None"}' in explained
+
+
+TRAILING_COMMAS = """from {nn} import {Layer}, Linear, LayerNorm
+
+
+class Dense({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        self.{add}("norm1", LayerNorm(width)),
+        self.{add}("fc1", Linear(width, width)),
+        self.{add}("norm2", LayerNorm(width)), self.{add}("fc2", Linear(width, width))
+
+    def forward(self, x):
+        return self.fc2(self.norm2(self.fc1(self.norm1(x)).tanh().exp().sin().cos().abs().sqrt().log1p()))
+
+
+class Net({Layer}):
+    def __init__(self, width=8):
+        super().__init__()
+        self.dense = Dense(width)
+
+    def forward(self, x):
+        x = self.dense(x)
+        return x / x.max().item()
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_sublayers_registered_in_statements_with_a_trailing_comma_are_known(tmp_path: Path, framework: str) -> None:
+    """`self.add_module("norm1", Norm(width)),` is a statement whose value is a tuple of the call (timm's DenseNet
+    layers are written so): the registration counts as it does without the comma, and so do both calls of
+    `a(...), b(...)`."""
+    _write(tmp_path, framework, {"m.py": TRAILING_COMMAS})
+    plan = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan
+    dense = plan.verdicts["pkg.m.Dense"]
+    assert dense.status.value == "eligible", [r.message for r in dense.reasons]
+    assert {(s.wrapped_class, s.owner, s.target) for s in plan.sites} == {("pkg.m.Dense", "pkg.m.Net", "self.dense")}

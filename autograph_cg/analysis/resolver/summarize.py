@@ -11,7 +11,7 @@ from typing import Callable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
-from autograph_cg.analysis.scope import ModuleScope, dotted_name
+from autograph_cg.analysis.scope import ModuleScope, dotted_name, statement_calls
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, unknown
 
 #: Calls whose arguments the solver reads (they pass values through) but which bind no package parameter.
@@ -202,8 +202,8 @@ class Summarizer:
         elif kind is ast.AugAssign:
             self._bind(node.target, self._expr(node.value, scope), scope)  # type: ignore[attr-defined]
         elif kind is ast.Expr:
-            if isinstance(node.value, ast.Call):  # type: ignore[attr-defined]
-                self._call_statement(node.value, scope)  # type: ignore[attr-defined]
+            for call in statement_calls(node.value):  # type: ignore[attr-defined]
+                self._call_statement(call, scope)
         elif kind is ast.Return:
             value = self._expr(node.value, scope) if node.value is not None else ("c", None)  # type: ignore[attr-defined]
             scope.add(scope.returned, "", value)

@@ -1385,12 +1385,8 @@ def test_a_container_called_runs_every_item_so_their_kernels_add_up(tmp_path: Pa
     assert called >= 2 and verdicts["pkg.m.Stacked"].kernels == called
 
 
-HANDED = """from {nn} import {Layer}, Linear, LayerNorm, {List}
-
-from .parts import Sync
-
-
-class Block({Layer}):
+# A block of enough kernels to be worth a graph, eligible in both frameworks.
+BLOCK = """class Block({Layer}):
     def __init__(self, width):
         super().__init__()
         self.fc = Linear(width, width)
@@ -1399,7 +1395,14 @@ class Block({Layer}):
 
     def forward(self, x):
         return self.out(self.norm(self.fc(x)).tanh().exp().sin().cos().abs().sqrt().log1p().sigmoid())
+"""
 
+HANDED = """from {nn} import {Layer}, Linear, LayerNorm, {List}
+
+from .parts import Sync
+
+
+""" + BLOCK + """
 
 class Decoder({Layer}):
     def __init__(self, layers, flag=False):
@@ -1449,16 +1452,7 @@ STAGED = """from itertools import repeat
 from {nn} import {Layer}, Linear, LayerNorm, Sequential
 
 
-class Block({Layer}):
-    def __init__(self, width):
-        super().__init__()
-        self.fc = Linear(width, width)
-        self.norm = LayerNorm(width)
-        self.out = Linear(width, width)
-
-    def forward(self, x):
-        return self.out(self.norm(self.fc(x)).tanh().exp().sin().cos().abs().sqrt().log1p().sigmoid())
-
+""" + BLOCK + """
 
 def as_tuple(x, n):
     if isinstance(x, (list, tuple)):

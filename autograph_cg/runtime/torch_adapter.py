@@ -227,8 +227,11 @@ class TorchOps:
     @staticmethod
     def layout(t: torch.Tensor) -> tuple | None:
         """The strides, where a buffer can have them: none for an overlapping or gapped tensor (the
-        expanded gradient of a sum), which a copy cannot write."""
+        expanded gradient of a sum), which a copy cannot write. Read at every replayed backward: a contiguous
+        tensor, the usual gradient, answers without the walk."""
         strides, dense = t.stride(), 1
+        if t.is_contiguous():
+            return strides
         for size, stride in sorted(zip(t.shape, strides), key=operator.itemgetter(1)):
             if size != 1:
                 if stride != dense:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autograph_cg.api import Analysis, Options, analyze
+from autograph_cg.api import Options, analyze
 from autograph_cg.cli import main
 from autograph_cg.sources import package_root
 
@@ -33,16 +33,6 @@ def _files(package: str) -> list[str]:
     return sorted(f"fixtures/{package}/{p.name}" for p in (ROOT / "fixtures" / package).glob("*.py"))
 
 
-def _of(analysis: Analysis, path: str) -> tuple[list, dict, list, list]:
-    assert analysis.plan is not None
-    return (
-        [f for f in analysis.findings if f.path == path],
-        {q: v for q, v in analysis.verdicts.items() if v.path == path},
-        [s for s in analysis.plan.sites if s.path == path],
-        [s for s in analysis.plan.skipped if s.path == path],
-    )
-
-
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_file_is_reported_as_the_whole_package_reports_it(package: str) -> None:
     whole = analyze([f"fixtures/{package}"], Options(use_cache=False))
@@ -50,13 +40,12 @@ def test_each_file_is_reported_as_the_whole_package_reports_it(package: str) -> 
     for path in _files(package):
         alone = analyze([path], Options(use_cache=False))
         assert alone.files == [path]
-        findings, verdicts, sites, skipped = _of(whole, path)
-        assert alone.findings == findings
-        assert alone.verdicts == verdicts
+        expected = whole.only(frozenset({path}))
+        assert alone == expected
+        verdicts = expected.verdicts
         assert alone.plan is not None and alone.plan.verdicts == verdicts
-        assert list(alone.plan.sites) == sites and list(alone.plan.skipped) == skipped
         assert {r.qualname for r in alone.plan.roots} <= set(verdicts)
-        assert alone.summary.findings == len(findings) and sum(alone.summary.verdicts.values()) == len(verdicts)
+        assert alone.summary.findings == len(expected.findings) and sum(alone.summary.verdicts.values()) == len(verdicts)
         assert alone.summary.analyzed == 1 and alone.summary.lines == whole.lines[path]
 
 

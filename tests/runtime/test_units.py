@@ -153,3 +153,20 @@ def test_gaps_between_a_graph_and_eager(cpu_fw):
     assert math.isnan(rows[1][0]) and math.isinf(verify._relative(rows[:2])[1])
     assert rows[2][0] > 0 and rows[3][0] == 0
     assert math.isinf(rows[4][0])
+
+
+def test_a_gradients_layout_is_its_strides_where_a_buffer_can_take_them() -> None:
+    """What the backward compares with its buffer's layout at every replay: the strides of a dense tensor
+    (contiguous, transposed, with size-1 dimensions), none for one a copy cannot write (expanded)."""
+    torch = pytest.importorskip("torch")
+    from autograph_cg.runtime.torch_adapter import TorchOps
+
+    t = torch.zeros(2, 3, 4)
+    assert TorchOps.layout(t) == (12, 4, 1)
+    assert TorchOps.layout(t.transpose(1, 2)) == (12, 1, 4)
+    assert TorchOps.layout(torch.zeros(2, 1, 4)[:, :, :]) == (4, 4, 1)
+    assert TorchOps.layout(torch.zeros(4).expand(3, 4)) is None
+    assert TorchOps.layout(t[:, :, ::2]) is None  # gapped
+    channels_first = torch.zeros(2, 4, 3).transpose(1, 2)  # t's shape, laid out otherwise
+    buffer = TorchOps.zeros_in_layout(t, TorchOps.layout(channels_first))
+    assert buffer.stride() == (12, 1, 3) and buffer.shape == t.shape and not buffer.any()

@@ -153,7 +153,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
         stamps = {source.path: stamp for source, _, stamp in stamped}
         changed = state.changed({m.path: stamps[m.path] for m in modules}) if state is not None else None
         summaries = state.summaries_changed(modules, changed) if state is not None and changed is not None else None
-        if state is not None and changed is not None and summaries is not None:  # no frame was edited
+        if summaries is not None:  # a last run of this shape, and no frame edited since
             package, carried = judged(modules, state.package, changed, frozenset(summaries)), True
         else:
             package, carried = judged(modules), False

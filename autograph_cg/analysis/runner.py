@@ -17,7 +17,7 @@ import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Protocol, cast
 
 from autograph_cg import __version__
 from autograph_cg.atomic import atomic_file
@@ -262,8 +262,7 @@ class SolvedStore(_Keyed):
         super().__init__(folder, "solved", Solved, keep=4)
 
     def get(self, key: str) -> Solved | None:
-        found = super().get(key)
-        return found if isinstance(found, Solved) else None
+        return cast("Solved | None", super().get(key))  # `_load_pickle` returns a `Solved` or None
 
 
 class Indexer:

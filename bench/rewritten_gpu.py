@@ -3,8 +3,10 @@
 For BERT-, GPT-2- and Llama-style models (small configs, random init, no cache), one process per variant:
 ``eager`` (the installed library), ``rewritten`` (the rewritten copy first on the path: the default plan),
 ``rewritten+compile`` (the same with every wrapper compiling its layer, what ``rewrite --compile`` writes),
-``by hand`` (the installed library with each decoder or encoder layer wrapped by hand), and
-``reduce-overhead`` (the whole model under ``torch.compile(mode="reduce-overhead")``). Per variant: the
+``by hand`` (the installed library with each decoder or encoder layer wrapped by hand),
+``whole+compile`` (the installed library's whole model in one wrapper that compiles it first, what a
+plan that wrapped the root with ``compile`` would give), and ``reduce-overhead`` (the whole model
+under ``torch.compile(mode="reduce-overhead")``). Per variant: the
 training step and the inference call (median ms), the losses of the first steps against eager's, the
 eval output after `from_pretrained` of the checkpoint eager saved with `save_pretrained`, how many layers
 sit inside graphs, and the runtime's fallbacks.
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = ("eager", "rewritten", "rewritten+compile", "by hand", "reduce-overhead")
+VARIANTS = ("eager", "rewritten", "rewritten+compile", "by hand", "whole+compile", "reduce-overhead")
 BATCH, SEQ, WARMUP, TIMED = 8, 128, 8, 20
 
 
@@ -79,6 +81,8 @@ def worker(name: str, variant: str) -> dict[str, Any]:
     if variant == "by hand":
         for block in model.get_submodule(owner).get_submodule(blocks):
             runtime.CUDAGraphedLayer(block)
+    if variant == "whole+compile":
+        runtime.CUDAGraphedLayer(model, compile=True)
     step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 

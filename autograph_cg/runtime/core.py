@@ -401,25 +401,32 @@ class Runner:
             probe_static = [ops.twin_leaf(t) for t in static]
             probe_leaves, probe_call = ops.bind(self.layer, self.plain, params)
             run_probe, probe_spec = self._forward_fn(spec, probe_static, train, probe_call)
+            # Checked, the probe leaves eager's parameter gradients (negated) in the bank's views for the check.
+            sink = (bank.views if bank else []) if check else None
             with ops.capture_context(), ops.layer_context(), _capturing():
-                found = verify.probe(ops, run_probe, probe_static, probe_leaves, train, keep=check)
+                found = verify.probe(ops, run_probe, probe_static, probe_leaves, train, sink, entry.grad_layouts)
                 # A fused run that ends early would have changed such a layer's buffers twice.
                 entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])  # b: an alias
                 out_spec = probe_spec[0]
+                # A stand-in's capture runs its backward, into the views that hold the probe's gradients.
+                held = [ops.clone(bank.views[j]) for j in found.used_params] if bank and check and backend != "cuda" else []
                 with ops.capture_stream(backend, device):
                     slot = self._capture_graphs(
                         entry, run_layer, (backend, device), ledger, static, out_spec, found, leaves, params, bank
                     )
+                for j, kept in zip(found.used_params, held):
+                    ops.copy_(bank.views[j], kept)
                 if last_spec[0] != out_spec:
                     raise RuntimeError("the output structure changed between two runs")
                 _check_rebuilds(out_spec, slot.fwd.outputs)
-                self._restore_state(state)
+                # Gradients come back last: parameters' grads may be the views the check reads.
+                self._restore_state(state, grads=False)
                 if check:  # on the caller's stream, as the probe
                     verify.check(
                         ops,
                         slot,
                         found,
-                        lambda: self._restore_state(state),
+                        lambda: self._restore_state(state, grads=False),
                         run_probe,
                         lambda: [bank.views[j] for j in slot.used_params] if bank else [],
                         lambda j: self._parameter_name(slot.targets[j]),
@@ -570,13 +577,13 @@ class Runner:
         grads = [(p, g, None if g is None else ops.clone(g)) for p, g in zip(params, map(ops.grad_of, params))]
         return ops.rng_state(device), device, buffers, grads
 
-    def _restore_state(self, state: tuple) -> None:
+    def _restore_state(self, state: tuple, grads: bool = True) -> None:
         ops = self.ops
-        rng, device, buffers, grads = state
+        rng, device, buffers, saved_grads = state
         ops.set_rng_state(rng, device)
         for dst, src in buffers:
             ops.copy_(dst, src)
-        for p, grad, saved in grads:
+        for p, grad, saved in saved_grads if grads else ():
             if grad is None:
                 if ops.grad_of(p) is not None:
                     ops.clear_grads([p])

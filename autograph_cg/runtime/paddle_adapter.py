@@ -170,6 +170,10 @@ class PaddleOps:
 
     to_host = staticmethod(list)
 
+    @staticmethod
+    def abs_maxima(ts: list) -> list:
+        return [float(t.detach().abs().max()) if t.numel() else 0.0 for t in ts]
+
     itemsize = staticmethod(lambda t: t.element_size())
     randn_like = staticmethod(lambda t: paddle.randn(t.shape, dtype=t.dtype))
 
@@ -326,6 +330,12 @@ class PaddleOps:
         with paddle.no_grad():
             for t in ts:
                 t.zero_()
+
+    @staticmethod
+    def foreach_neg_(ts: list) -> None:
+        with paddle.no_grad():
+            for t in ts:
+                t.scale_(-1.0)
 
     @staticmethod
     def rng_state(device: Any) -> tuple:

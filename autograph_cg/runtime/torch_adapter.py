@@ -249,32 +249,41 @@ class TorchOps:
     equal = staticmethod(torch.equal)
 
     @staticmethod
-    def gap(a: torch.Tensor, b: torch.Tensor) -> Any:
-        """(max |a - b|, max |b|) as a tensor on the device, no host sync, three kernels: a NaN on either
-        side makes the difference NaN, which the check counts as different (eager's NaN is eager's to
-        give); for integer tensors the difference is 1 where any element differs."""
+    def gap(a: torch.Tensor, b: torch.Tensor) -> tuple:
+        """(max |a - b|, max |b|) on the device, no host sync, two kernels: a NaN on either side makes
+        the difference NaN, which the check counts as different (eager's NaN is eager's to give); for
+        integer tensors the difference is true where any element differs."""
         a, b = a.detach(), b.detach()
         if a.shape != b.shape:
             return (math.inf, 0.0)
         if not a.numel():
             return (0.0, 0.0)
         if not (a.is_floating_point() or a.is_complex()):
-            return torch.stack([(a != b).any().double(), torch.zeros((), dtype=torch.float64, device=a.device)])
+            return ((a != b).any(), 0.0)
         norm = torch.linalg.vector_norm
-        return torch.stack([norm(a - b, math.inf), norm(b, math.inf)]).double()
+        return (norm(a - b, math.inf), norm(b, math.inf))
 
     @staticmethod
-    def to_host(gaps: list) -> list[tuple[float, float]]:
-        """Many gaps, one host sync per device."""
-        out: list = list(gaps)
-        by_device: dict[Any, list[int]] = {}
-        for i, g in enumerate(gaps):
-            if isinstance(g, torch.Tensor):
-                by_device.setdefault(g.device, []).append(i)
-        for idx in by_device.values():
-            for i, row in zip(idx, torch.stack([gaps[i] for i in idx]).tolist()):
-                out[i] = tuple(row)
-        return out
+    def abs_maxima(ts: list) -> list:
+        """max |t| per tensor, on the device, in a few multi-tensor kernels."""
+        full = [t.detach() for t in ts if t.numel()]
+        norms = iter(torch._foreach_norm(full, ord=math.inf) if full else ())
+        return [next(norms) if t.numel() else 0.0 for t in ts]
+
+    @staticmethod
+    def to_host(rows: list) -> list[tuple[float, float]]:
+        """Rows of device scalars (or floats) as floats: one host sync per device and dtype."""
+        cells = [list(row) for row in rows]
+        groups: dict[tuple, list[tuple[int, int]]] = {}
+        for i, row in enumerate(cells):
+            for j, x in enumerate(row):
+                if isinstance(x, torch.Tensor):
+                    groups.setdefault((x.device, x.dtype), []).append((i, j))
+        for places in groups.values():
+            values = torch.stack([cells[i][j] for i, j in places]).tolist()
+            for (i, j), value in zip(places, values):
+                cells[i][j] = float(value)
+        return [tuple(row) for row in cells]
 
     itemsize = staticmethod(torch.Tensor.element_size)
     randn_like = staticmethod(torch.randn_like)
@@ -466,6 +475,11 @@ class TorchOps:
     def foreach_zero_(ts: list) -> None:
         with torch.no_grad():
             torch._foreach_zero_(ts)
+
+    @staticmethod
+    def foreach_neg_(ts: list) -> None:
+        with torch.no_grad():
+            torch._foreach_neg_(ts)
 
     @staticmethod
     def rng_state(device: torch.device) -> tuple:

@@ -2,12 +2,14 @@
 
 Before each capture the layer runs once eagerly on the static inputs (the *probe*): it finds which
 outputs are differentiable, which inputs and parameters each output's gradient reaches, and it is
-the eager run a new graph is held against. After the capture, with the RNG and buffers as they were
-before the probe, the forward graph replays once and its outputs are compared with the probe's;
-in training the backward graph replays once on random output gradients and its input and parameter
-gradients are compared with an eager backward of the probe on the same gradients. A difference
-beyond what eager differs from itself makes the layer eager, with the reason. Docs: docs/runtime.md,
-"Exact or eager".
+the eager run a new graph is held against. In training its backward runs on random output gradients
+and leaves eager's parameter gradients, negated, in the gradient bank's views (input gradients are
+kept aside), so the probe's activations are freed before the capture allocates the graph's own.
+After the capture, with the RNG and buffers as they were before the probe, the forward graph replays
+once and its outputs are compared with the probe's; in training the backward graph replays once on
+the same output gradients and adds into the bank, which then holds the graph's difference from eager.
+A difference beyond what eager differs from itself makes the layer eager, with the reason. Docs:
+docs/runtime.md, "Exact or eager".
 """
 
 from __future__ import annotations
@@ -48,17 +50,32 @@ class Probe:
     # Per differentiable output, which of the backward's leaves (used inputs, then used parameters)
     # its gradient reaches; None when every output reaches all of them.
     reach: tuple | None = None
-    leaves: list = field(default_factory=list)  # the probe's leaves for those, in that order
+    # Kept for the check: the probe's leaves (used inputs, then used parameters), the output
+    # gradients its backward ran on, eager's input gradients, and the largest value of each
+    # parameter gradient (on the device) that it left negated in the bank.
+    leaves: list = field(default_factory=list)
+    grad_outputs: list = field(default_factory=list)
+    input_grads: list = field(default_factory=list)
+    param_scales: list = field(default_factory=list)
 
 
 def probe(
-    ops: Ops, run_layer: Callable[[], list], static: list, params: list, train: bool, keep: bool
+    ops: Ops,
+    run_layer: Callable[[], list],
+    static: list,
+    params: list,
+    train: bool,
+    bank_views: list | None,
+    layouts: dict,
 ) -> Probe:
     """One eager run of the layer on the static inputs, on the caller's stream (a run on the capture
     stream would give that stream lasting library workspaces of its own); it also leaves nothing
-    lazily initialised for the capture to meet. ``keep``: keep its autograd graph for the check."""
+    lazily initialised for the capture to meet. ``bank_views``: the gradient bank's views (one per
+    parameter) when the new graph is to be checked, None otherwise; ``layouts``: per output, the
+    memory layout its gradients arrive in, where it is not the output's."""
     flat = run_layer()
-    kept = flat if keep else []
+    check = bank_views is not None
+    kept = flat if check else []
     if not train:
         return Probe(kept, tuple(range(len(flat))))
     diff = tuple(i for i, o in enumerate(flat) if ops.requires_grad(o))
@@ -66,11 +83,25 @@ def probe(
     cand = [i for i, t in enumerate(static) if ops.requires_grad(t)]
     if not diff or not (cand or params):
         return Probe(kept, nondiff, diff)
-    got: set[int] = set()  # which leaves received a gradient; each is dropped on arrival
     leaves = [static[i] for i in cand] + params
     outs = [flat[i] for i in diff]
     reach = ops.reach(outs, leaves) if len(diff) > 1 else None
-    ops.backward_into(outs, [ops.zeros_like(o) for o in outs], leaves, lambda k, grad: got.add(k), retain=keep)
+    grads = [ops.zeros_in_layout(o, layouts.get(i)) for i, o in zip(diff, outs)]
+    if check:  # random, in the layout the backward graph will read them in
+        for g, o in zip(grads, outs):
+            ops.copy_(g, ops.randn_like(o))
+    got: dict[int, Any] = {}  # leaf -> eager's input gradient (None for parameters: in the bank)
+
+    def take(k: int, grad: Any) -> None:
+        if not check:
+            got[k] = None
+        elif k < len(cand):
+            got[k] = grad
+        else:
+            got[k] = None
+            ops.copy_(bank_views[k - len(cand)], grad)  # type: ignore[index]
+
+    ops.backward_into(outs, grads, leaves, take, retain=False)  # frees the probe's activations
     used = sorted(got)
     used_inputs = tuple(cand[k] for k in used if k < len(cand))
     used_params = tuple(k - len(cand) for k in used if k >= len(cand))
@@ -79,7 +110,16 @@ def probe(
         reach = tuple(frozenset(position[k] for k in r if k in position) for r in reach)
         if all(len(r) == len(used) for r in reach):
             reach = None
-    return Probe(kept, nondiff, diff, used_inputs, used_params, reach, [leaves[k] for k in used] if keep else [])
+    found = Probe(kept, nondiff, diff, used_inputs, used_params, reach)
+    if check:
+        found.leaves = [leaves[k] for k in used]
+        found.grad_outputs = grads
+        found.input_grads = [got[k] for k in used if k < len(cand)]
+        mine = [bank_views[j] for j in used_params]  # type: ignore[index]
+        if mine:
+            ops.foreach_neg_(mine)
+            found.param_scales = ops.abs_maxima(mine)
+    return found
 
 
 def reached(reach: tuple | None, present: Sequence[bool]) -> frozenset | None:
@@ -100,7 +140,8 @@ def check(
 ) -> None:
     """Replay the new graphs once and hold them against the probe; raises Mismatch. ``restore`` puts
     the RNG and buffers back as they were before the probe; ``rerun`` runs the layer eagerly again
-    (for eager's own noise); ``bank_views`` are the parameter gradients the backward graph writes."""
+    (for eager's own noise); ``bank_views`` are the parameter gradients the backward graph adds into,
+    holding eager's negated."""
     slot.fwd.replay()
     _judge(
         ops,
@@ -111,31 +152,25 @@ def check(
     )
     if slot.bwd is None:
         return
-    outs = [found.flat[i] for i in found.diff_outputs]
-    for buf, o in zip(slot.grad_outputs, outs):
-        ops.copy_(buf, ops.randn_like(o))
-    # Eager's gradients in the buffers' layouts (those the gradients arrive in): a backward's kernels add up
-    # in another order on another layout.
-    grads = list(map(ops.clone, slot.grad_outputs))
-    slot.zeroed = [False] * len(grads)
+    for buf, g in zip(slot.grad_outputs, found.grad_outputs):
+        ops.copy_(buf, g)
+    slot.zeroed = [False] * len(slot.grad_outputs)
     views = bank_views()
-    if views:
-        ops.foreach_zero_(views)
-    slot.bwd.replay()  # adds into the zeroed views: they hold this backward's parameter gradients
+    slot.bwd.replay()  # adds into the views, which then hold the graph's gradients less eager's
     graph = list(slot.bwd.outputs) + views
+    rows = [ops.gap(a, b) for a, b in zip(slot.bwd.outputs, found.input_grads)]
+    rows.extend(zip(ops.abs_maxima(views), found.param_scales))
     n = len(slot.used_inputs)
-    diffs: dict[int, Any] = {}
-    ops.backward_into(outs, grads, found.leaves, lambda k, g: diffs.__setitem__(k, ops.gap(graph[k], g)), True)
     _judge(
         ops,
-        ops.to_host([diffs.get(k, (0.0, 0.0)) for k in range(len(graph))]),
+        ops.to_host(rows),
         graph,
-        lambda: _noise_of_backwards(ops, outs, grads, found.leaves, len(graph)),
+        lambda: _noise_of_backwards(ops, found, restore, rerun, len(graph)),
         lambda k: f"the gradient of input {slot.used_inputs[k]}" if k < n else f"the gradient of {name_of(k - n)}",
     )
     for buf in slot.grad_outputs:
         ops.zero_(buf)
-    slot.zeroed = [True] * len(grads)
+    slot.zeroed = [True] * len(slot.grad_outputs)
 
 
 def _judge(ops: Ops, rows: list, tensors: list, noise: Callable[[], list], label: Callable[[int], str]) -> None:
@@ -164,10 +199,16 @@ def _noise_of_runs(ops: Ops, first: list, restore: Callable[[], None], rerun: Ca
     return ops.to_host([ops.gap(a, b) for a, b in zip(again, first)])
 
 
-def _noise_of_backwards(ops: Ops, outs: list, grads: list, leaves: list, n: int) -> list:
-    """Two more eager backwards over the probe's graph: how much they differ from each other."""
+def _noise_of_backwards(ops: Ops, found: Probe, restore: Callable[[], None], rerun: Callable[[], list], n: int) -> list:
+    """The layer run eagerly again and differentiated twice on the probe's output gradients: how much
+    the two backwards differ from each other. (Only past the tight bound: this holds the activations
+    of an eager run beside the graph's.)"""
+    restore()
+    flat = rerun()
+    restore()
+    outs = [flat[i] for i in found.diff_outputs]
     kept: dict[int, Any] = {}
-    ops.backward_into(outs, grads, leaves, lambda k, g: kept.__setitem__(k, g), True)
+    ops.backward_into(outs, found.grad_outputs, found.leaves, lambda k, g: kept.__setitem__(k, g), True)
     rows: dict[int, Any] = {}
-    ops.backward_into(outs, grads, leaves, lambda k, g: rows.__setitem__(k, ops.gap(g, kept[k])), False)
+    ops.backward_into(outs, found.grad_outputs, found.leaves, lambda k, g: rows.__setitem__(k, ops.gap(g, kept[k])), False)
     return ops.to_host([rows.get(k, (0.0, 0.0)) for k in range(n)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import operator
 from types import SimpleNamespace
 from typing import Any
 
@@ -47,6 +48,7 @@ def define(framework: str) -> SimpleNamespace:
         from torch.utils.checkpoint import checkpoint
 
         lib, base, batch_norm, tanh = torch, nn.Module, nn.BatchNorm1d, torch.tanh
+        needs_grad = operator.attrgetter("requires_grad")
         swap = functools.partial(torch.transpose, dim0=1, dim1=2)
         recompute = functools.partial(checkpoint, use_reentrant=True)
     else:
@@ -57,6 +59,7 @@ def define(framework: str) -> SimpleNamespace:
         from paddle.distributed.fleet.utils import recompute
 
         lib, base, batch_norm, tanh = paddle, nn.Layer, nn.BatchNorm1D, paddle.tanh
+        needs_grad = lambda t: not t.stop_gradient  # noqa: E731
         swap = functools.partial(paddle.transpose, perm=[0, 2, 1])
 
     class MLP(base):
@@ -206,6 +209,25 @@ def define(framework: str) -> SimpleNamespace:
             self.calls += 1
             return self.fc(x) * float(self.calls)
 
+    class BackwardCounter(base):
+        """Its backward reads and changes host state (a hook on an inner tensor): a graph bakes in the
+        gradient scale it saw at capture, while its forward matches eager's every time."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.backwards = 0
+
+        def forward(self, x: Any) -> Any:
+            h = self.fc(x)
+            if needs_grad(h):
+                h.register_hook(self._count)
+            return tanh(h)
+
+        def _count(self, grad: Any) -> Any:
+            self.backwards += 1
+            return grad * float(self.backwards)
+
     class Cached(base):
         """An attention-like layer that appends to a cache its caller may pass: pure without one."""
 
@@ -273,7 +295,7 @@ def define(framework: str) -> SimpleNamespace:
             c.__name__: c
             for c in (
                 MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
-                Branches, Positions, Counter, Cached, Recomputed, Patches, Tokens, Tower,
+                Branches, Positions, Counter, BackwardCounter, Cached, Recomputed, Patches, Tokens, Tower,
             )
         }
     )

@@ -276,6 +276,24 @@ def test_a_graph_that_replays_wrong_is_caught_by_its_first_replay(fw, verify):
         assert stats["disabled_reason"] is None and stats["forward_replays"] == 3
 
 
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_backward_graph_that_replays_wrong_is_caught_by_its_first_replay(fw, verify):
+    """The check holds the backward graph's parameter gradients against eager's (left in the gradient
+    bank by the probe, which frees its activations before the capture): a backward that scales by a
+    host counter is caught there, with the parameter named, though every forward matches; unchecked,
+    it stays graphed."""
+    wrapped = fw.wrap(fw.build("BackwardCounter", D), num_warmup_steps=1, verify=verify)
+    for _ in range(4):
+        fw.backward(fw.loss(wrapped(fw.tensor(randn(B, D)))))  # no input gradient: parameters only
+        fw.clear_grads(wrapped, True)
+    stats = stats_of(wrapped)
+    if verify:
+        assert "first replay differs from eager: the gradient of parameter fc." in stats["disabled_reason"]
+        assert stats["eager_calls"] >= 2
+    else:
+        assert stats["disabled_reason"] is None and stats["backward_replays"] == 3
+
+
 def test_dropout_passes_the_check_and_draws_the_eager_stream(cpu_fw):
     fw = cpu_fw
     ref = fw.build("MLP", D, 0.5)

@@ -80,7 +80,8 @@ def _annotation_names(node: ast.expr) -> list[str]:
     return ["?"]
 
 
-def _annotation_kind(annotation: ast.expr | None) -> int | None:
+def annotation_kind(annotation: ast.expr | None) -> int | None:
+    """What an annotation says a value is; None without one."""
     if annotation is None:
         return None
     names = _annotation_names(annotation)
@@ -116,7 +117,7 @@ def evidence_kinds(text: str, names: Iterable[str]) -> dict[str, int]:
 
 def param_kind(arg: ast.arg, default: ast.expr | None) -> int:
     """Parameters are tensors unless their annotation, default or name says they are host values."""
-    annotated = _annotation_kind(arg.annotation)
+    annotated = annotation_kind(arg.annotation)
     if annotated is not None:
         return annotated
     if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
@@ -597,7 +598,7 @@ class FunctionContext:
                 self._match(rules, node, "." + method + "()", method)
             if isinstance(receiver, ast.Name) and receiver.id == "self":
                 self._record("self", method, node, func)
-                return TENSOR
+                return HOST if self.cls is not None and method in self.cls.host_methods else TENSOR
             attr = self._self_attr(receiver)
             if attr:
                 self._record("self-attr", attr + "." + method, node, func)
@@ -816,7 +817,7 @@ def _assign(ctx: FunctionContext, node: ast.Assign) -> None:
 def _annassign(ctx: FunctionContext, node: ast.AnnAssign) -> None:
     if node.value is not None:
         kind = ctx.expr(node.value)
-        annotated = _annotation_kind(node.annotation)
+        annotated = annotation_kind(node.annotation)
         ctx.bind(node.target, annotated if annotated is not None and annotated != UNKNOWN else kind, node.value)
 
 

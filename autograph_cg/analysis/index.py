@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Callable
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.context import FunctionContext, param_kind
+from autograph_cg.analysis.context import FunctionContext, annotation_kind, param_kind
 from autograph_cg.analysis.failures import describe
 from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
 from autograph_cg.analysis.guards import written_guard
@@ -130,6 +130,7 @@ class _ClassBuilder:
         self.methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
             s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name != "__init__"
         }
+        self.cls.host_methods = frozenset(name for name, m in self.methods.items() if annotation_kind(m.returns) == HOST)
         init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
         self.has_init = init is not None
         self.collector = SiteCollector(

@@ -181,6 +181,7 @@ class ClassScope:
     def __init__(self, qualname: str) -> None:
         self.qualname = qualname
         self.attr_kinds: dict[str, int] = {"training": HOST}
+        self.host_methods: frozenset[str] = frozenset()  # its own methods annotated to return host values
 
     def attr_kind(self, attr: str) -> int:
         return self.attr_kinds.get(attr, UNKNOWN)

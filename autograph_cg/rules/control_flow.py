@@ -76,6 +76,7 @@ RULES = (
             "y = x if x.mean() > 0 else -x",
             "if (x > 0).any():\n    return x",
             "class Case(nn.Module):\n    def forward(self, x, scale):\n        if scale.sum() > 0:\n            x = x * scale\n        return x",
+            "class Case(nn.Module):\n    def peak(self, x):\n        return x.max()\n\n    def forward(self, x):\n        if self.peak(x) > 0:\n            x = x * 2\n        return x",
         ),
         valid=(
             "if x.shape[0] > 1:\n    x = x * 2",
@@ -86,6 +87,8 @@ RULES = (
             "torch: if x.device.type == 'cuda' and x.dtype == torch.float16:\n    x = x.float()",
             "paddle: if x.stop_gradient and x.dtype == paddle.float16:\n    x = x.astype('float32')",
             "class Case(nn.Module):\n    def forward(self, x, feats):\n        if feats:\n            x = x + feats.pop()\n        return x",
+            "class Case(nn.Module):\n    def any_requires_grad(self, xs) -> bool:\n        return any(t.requires_grad for t in xs)\n\n"
+            "    def forward(self, x, feats):\n        if self.any_requires_grad(feats):\n            x = x * 2\n        return x",
             "torch: y = x.float() if torch.jit.is_scripting() else x",
             "paddle: from paddle.nn.layer.layers import in_declarative_mode\ny = x.shape[:-1] if in_declarative_mode() else x.shape",
         ),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
-from autograph_cg.analysis.guards import OTHER, SPREAD
+from autograph_cg.analysis.guards import KWARGS, OTHER, SPREAD
 from autograph_cg.analysis.kinds import (
     BOOL_TENSOR,
     HOST,
@@ -132,13 +132,19 @@ def param_kind(arg: ast.arg, default: ast.expr | None) -> int:
     return TENSOR
 
 
+def _only_spread(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """`name` is read only as `**name` in calls: the function hands its keywords on as it got them."""
+    spread = {id(k.value) for node in ast.walk(func) if isinstance(node, ast.Call) for k in node.keywords if k.arg is None}
+    return all(id(node) in spread for node in ast.walk(func) if isinstance(node, ast.Name) and node.id == name)
+
+
 class FunctionContext:
     """The state of one function's walk; rules receive it to ask about kinds, names and positions."""
 
     __slots__ = (
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
-        "summarizer", "conditions", "active", "guards", "ops",
+        "summarizer", "conditions", "active", "guards", "ops", "kwargs",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -164,6 +170,9 @@ class FunctionContext:
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
         self.active: tuple[int, ...] = ()  # the conditions the node being walked sits under
         self.guards: list[tuple[int, ...]] = []  # per finding, the conditions active when it was reported
+        # `**kwargs` when only handed on: its name, and what a call that spreads it passes (KWARGS and the other
+        # parameter names, which it cannot hold); None otherwise
+        self.kwargs: tuple[str, Expr] | None = None
         self.ops = 0  # framework ops, tensor methods and tensor operators met: the kernels it launches, about
 
     # ----- what rules ask -----------------------------------------------------------------------------------
@@ -264,6 +273,10 @@ class FunctionContext:
             if is_host:
                 self.env[arg.arg] = HOST
         self.params = {a.arg for a in (positional[1:] if is_method else positional) + func.args.kwonlyargs}
+        kwarg = func.args.kwarg
+        if kwarg is not None and _only_spread(func, kwarg.arg):
+            named = [a.arg for a in positional + func.args.kwonlyargs + ([func.args.vararg] if func.args.vararg else [])]
+            self.kwargs = (kwarg.arg, (KWARGS, tuple(sorted(named))))
         self.forward = is_method and func.name == "forward"
         self.body(func.body)
         return FunctionFacts(
@@ -502,7 +515,10 @@ class FunctionContext:
                 out.append((index, SPREAD))
                 break
             out.append((index, self._passed(arg)))
-        out.extend((keyword.arg, self._passed(keyword.value)) for keyword in node.keywords)
+        for keyword in node.keywords:
+            value = keyword.value
+            mine = self.kwargs is not None and keyword.arg is None and isinstance(value, ast.Name) and value.id == self.kwargs[0]
+            out.append((keyword.arg, self.kwargs[1] if mine else self._passed(value)))  # type: ignore[index]
         return tuple(out)
 
     def _passed(self, node: ast.expr) -> Expr:

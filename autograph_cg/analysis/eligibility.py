@@ -722,11 +722,12 @@ class Package:
         if not targets:
             self._unresolved(call, module, result, step)
 
-    def forward_parameters(self, qual: str) -> set[str]:
-        """The parameters a call of the layer class's forward may name (self left out)."""
+    def takes_keywords(self, qual: str, names: set[str]) -> bool:
+        """Whether a call of the layer class's forward may name each of `names`: its parameters, or any name where it
+        takes `**kwargs` (the runtime then finds a guarded one among the call's keywords)."""
         found = self.find_method(qual, "forward")
         summary = self.solver.scope(self.classes[found[0]][0].module, found[1].qualname) if found is not None else None
-        return set(summary.params[summary.implicit :]) if summary is not None else set()
+        return summary is not None and (summary.kwarg is not None or names <= set(summary.params[summary.implicit :]))
 
     def _binder(self, call: CallRef | None, owner: str, function: FunctionFacts) -> Binder | None:
         """How the guards of what `call` runs become the caller's: the callee's parameters bound to what it passes."""

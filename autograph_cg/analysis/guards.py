@@ -8,7 +8,10 @@ runs eagerly when one fails. A guard is read from the tests the code makes, neve
 A test is `(parameter, kind)`, kind one of `TESTS`; a guard (`Guard`) is a sorted tuple of tests that must all
 hold. A hazard is kept out by any one of its *alternatives* (`if a and b:` is kept out by a test failing `a` or
 one failing `b`). Through a call, a callee's tests become the caller's when the caller passes its own parameter
-unchanged, hold or fail when it passes a constant or leaves the default, and are lost otherwise.
+unchanged, hold or fail when it passes a constant or leaves the default, and are lost otherwise. A caller that
+hands its own `**kwargs` on untouched passes the callee every name it does not take itself: the callee's test on
+such a name becomes the caller's test on the keyword of that name (absent, it holds: the test is carried only where
+the callee's default passes it), which the runtime checks in the call's keywords.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ _MAX_TESTS = 4
 #: parameter nor a constant; `*xs` at a position.
 OTHER: Expr = ("?",)
 SPREAD: Expr = ("*",)
+#: `**kwargs` of the caller's own, handed on untouched: ("**", the caller's named parameters).
+KWARGS = "**"
+#: What a call passes for a name a callee takes only through its own `**kwargs`, when the caller leaves it out.
+ABSENT: Expr = ("-",)
 #: A binder: the caller's guard for a callee's (True: it holds for this call, None: the call does not carry it).
 Binder = Callable[[Guard], "Guard | bool | None"]
 
@@ -100,34 +107,54 @@ def holds(kind: str, value: object) -> bool:
 
 
 def passed(passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSummary, name: str) -> Expr:
-    """What a call passes for the callee's parameter `name`: the caller's parameter ("n"), a constant ("c", its
-    default when left out) or `OTHER`."""
-    if name not in summary.params:
+    """What a call passes for the callee's parameter `name` (or the keyword of that name its `**kwargs` takes on):
+    the caller's parameter ("n"), the keyword of that name in the caller's own `**kwargs` ("k"), a constant ("c",
+    its default when left out), `ABSENT` for a keyword left out, or `OTHER`."""
+    named = name in summary.params
+    if not named and summary.kwarg is None:
         return OTHER
-    index = summary.params.index(name)
-    position = index - summary.implicit if index < summary.positional else -1  # -1: keyword-only
+    index = summary.params.index(name) if named else len(summary.params)
+    position = index - summary.implicit if named and index < summary.positional else -1  # -1: keyword-only
+    spread = False
     for key, value in passes:
         if key == name:
             return value
         if isinstance(key, int) and position >= 0 and (key == position or value == SPREAD and key < position):
             return OTHER if value == SPREAD else value
-    if any(key is None for key, _ in passes):  # `**kwargs` may hold it
-        return OTHER
+        if key is None:  # `**x`: x may hold it
+            if value[0] != KWARGS:
+                return OTHER
+            spread |= name not in value[1]  # the caller's own `**kwargs` holds only names it does not take
+    if spread:
+        return ("k", name)
+    if not named:
+        return ABSENT
     default = summary.defaults.get(name)
     return default if default is not None and default[0] == "c" else OTHER
 
 
 def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSummary) -> Guard | bool | None:
     """A callee's guard as the caller's: True when it holds for this call whatever the caller is given, None when
-    some test is not carried (the caller passes something else, or a constant that fails it)."""
+    some test is not carried (the caller passes something else, or a constant that fails it). A test reaching the
+    callee's parameter through the caller's `**kwargs` is carried only when the callee's default passes it, for the
+    keyword left out gets that default."""
     out: list[Test] = []
     for name, kind in guard:
         value = passed(passes, summary, name)
-        if value[0] == "n":
+        if value == ABSENT:
+            continue  # the test was carried up to this callee's keywords only where absence passes it
+        if value[0] == "k" and name in summary.params and not _holds_at_default(summary, name, kind):
+            return None
+        if value[0] in ("n", "k"):
             out.append((value[1], kind))
         elif value[0] != "c" or not holds(kind, value[1]):
             return None
     return tuple(sorted(set(out))) if out else True
+
+
+def _holds_at_default(summary: ScopeSummary, name: str, kind: str) -> bool:
+    default = summary.defaults.get(name)
+    return default is not None and default[0] == "c" and holds(kind, default[1])
 
 
 def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:

@@ -130,7 +130,7 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         built there has no such parameter (the runtime binds the guard to the wrapped layer's forward)."""
         tests = {t for c in built.classes if c in verdicts for t in verdicts[c].guard}
         names = {name for name, _ in tests}
-        if not consistent(tests) or any(not names <= package.forward_parameters(c) for c in built.classes if names):
+        if not consistent(tests) or any(not package.takes_keywords(c, names) for c in built.classes if names):
             return None
         return tuple(sorted(tests))
 

@@ -30,7 +30,9 @@ TESTS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 class Guard:
-    """Where each guarded parameter sits in the forward's signature, and its test."""
+    """Where each guarded parameter sits in the forward's signature, and its test. A name the forward takes only
+    through ``**kwargs`` (it hands them on to a layer that has the parameter) is looked for among the call's
+    keywords; left out, it passes (the plan guards such a name only where the default it reaches passes)."""
 
     __slots__ = ("checks",)
 
@@ -41,9 +43,13 @@ class Guard:
             for name, p in signature.parameters.items()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
+        keywords = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
         checks = []
         for name, test in tests:
             param = signature.parameters.get(name)
+            if param is None and keywords:
+                checks.append((name, None, _MISSING, TESTS[test][0], f"guard: {name} {TESTS[test][1]}"))
+                continue
             if param is None or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"guard {name!r}: forward{signature} has no parameter of that name")
             position = positional.index(name) if name in positional else None
@@ -62,7 +68,7 @@ class Guard:
             elif default is not _MISSING:
                 value = default
             else:
-                continue  # not passed and no default: the call itself will fail eagerly
+                continue  # not passed and no default: the call itself fails eagerly, or a keyword left out passes
             if not accept(value):
                 return failed
         return None

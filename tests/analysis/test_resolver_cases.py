@@ -1221,9 +1221,47 @@ class Stack({Layer}):
         for block in self.blocks:
             x = block(x, past_key_values)
         return x
+
+
+class Handed({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, mask=None, **kwargs):
+        return self.attn(x, mask=mask, **kwargs)
+
+
+class HandedTwice({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Handed()
+
+    def forward(self, x, **kwargs):
+        return self.inner(x, **kwargs)
+
+
+class Filled({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, **kwargs):
+        kwargs["past_key_values"] = []
+        return self.attn(x, **kwargs)
+
+
+class Named({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None, **kwargs):
+        return self.attn(x, **kwargs)
 """},
         {"m.Attention": "conditional", "m.Block": "conditional", "m.Positional": "conditional", "m.NoCache": "eligible",
-         "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional"},
+         "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional",
+         "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible"},
     ),
     # a write through a local alias of an argument, or into a part of it, mutates what the caller keeps
     "argument-alias-mutation": (
@@ -1540,7 +1578,9 @@ def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path
     assert guards["Attention"] == guards["Block"] == guards["Stack"] == (("past_key_values", "is None"),)
     assert guards["Positional"] == (("cache", "is None"),)
     assert guards["Flagged"] in ((("use_cache", "falsy"),), (("past", "is None"),))  # either keeps it out
-    assert guards["NoCache"] == guards["Rebound"] == guards["Outside"] == ()
+    assert guards["NoCache"] == guards["Rebound"] == guards["Outside"] == guards["Filled"] == guards["Named"] == ()
+    # handed on through `**kwargs` untouched, the cache is a keyword of the call: guarded there
+    assert guards["Handed"] == guards["HandedTwice"] == (("past_key_values", "is None"),)
     block = verdicts["pkg.m.Block"]
     assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]
     assert "kept out by the guard `past_key_values is None`" in block.reasons[0].render()

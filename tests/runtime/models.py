@@ -242,6 +242,16 @@ def define(framework: str) -> SimpleNamespace:
                 h = h + len(cache)
             return h
 
+    class Handing(base):
+        """Hands its keywords on to a layer that takes a cache: the cache reaches it only as a keyword."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.inner = Cached(d)
+
+        def forward(self, x: Any, **kwargs: Any) -> Any:
+            return self.inner(x, **kwargs)
+
     class Recomputed(base):
         """Recomputes its block in the backward (reentrant activation checkpointing inside the forward)."""
 
@@ -295,7 +305,7 @@ def define(framework: str) -> SimpleNamespace:
             c.__name__: c
             for c in (
                 MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
-                Branches, Positions, Counter, BackwardCounter, Cached, Recomputed, Patches, Tokens, Tower,
+                Branches, Positions, Counter, BackwardCounter, Cached, Handing, Recomputed, Patches, Tokens, Tower,
             )
         }
     )

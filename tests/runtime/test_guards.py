@@ -34,6 +34,21 @@ def test_calls_that_pass_the_guard_replay_and_the_others_run_eagerly(fw):
     assert stats["fallbacks"] == {"guard: cache is not None": 2, "guard: use_cache is not false": 1}
 
 
+def test_a_guard_on_a_name_handed_on_through_kwargs_reads_the_calls_keywords(fw):
+    """A layer that hands ``**kwargs`` on to one taking a cache is guarded on the keyword: left out, it passes."""
+    ref = fw.build("Handing", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, guard={"cache": "is None"})
+    for _ in range(3):
+        x = randn(B, D)
+        assert close(fw.numpy(wrapped(fw.tensor(x))), fw.numpy(ref(fw.tensor(x))), fw.atol)
+    caches: dict[str, list] = {"wrapped": [], "ref": []}
+    x = randn(B, D)
+    got = [fw.numpy(m(fw.tensor(x), cache=caches[k], use_cache=True)) for k, m in (("wrapped", wrapped), ("ref", ref))]
+    assert close(got[0], got[1], fw.atol) and len(caches["wrapped"]) == len(caches["ref"]) == 1
+    stats = stats_of(wrapped)
+    assert stats["forward_replays"] == 2 and stats["fallbacks"] == {"guard: cache is not None": 1}
+
+
 def test_a_guard_names_parameters_of_the_forward(fw):
     with pytest.raises(TypeError, match="no parameter of that name"):
         fw.wrap(fw.build("Cached", D), guard={"past": "is None"})

@@ -179,9 +179,12 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     summary = _summary(len(sources), files, lines, read_errors, findings, verdicts, plan)
     analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
     facts_cache.save(file_key for _, file_key, _ in stamped)
-    if not carried or (package.results() - package.kept) * 8 > package.results():  # few judged again: the state stays
+    # Kept when few were judged again, unless this run planned and the state it kept did not: the plan's answers, which
+    # each `rewrite --check` after runs of `lint` would solve afresh, are kept for the next
+    had_plan = carried and state is not None and state.planned
+    if not carried or (options.plan and not had_plan) or (package.results() - package.kept) * 8 > package.results():
         files = {m.path: (stamps[m.path], m.digests) for m in modules}
-        store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package))
+        store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package, options.plan or had_plan))
     results.put(key, analysis)
     return analysis
 

@@ -5,6 +5,7 @@ is solved afresh."""
 
 from __future__ import annotations
 
+import pickle
 import re
 import shutil
 from pathlib import Path
@@ -167,6 +168,19 @@ def test_a_damaged_solved_state_is_solved_afresh(tmp_path: Path) -> None:
     states[0].write_bytes(states[0].read_bytes()[:1000])
     (root / "norm.py").write_text((root / "norm.py").read_text() + "# edited\n")
     warm = analyze([str(root)], Options(cache_dir=str(cache)))
+    assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
+
+
+def test_a_planned_run_after_lint_keeps_the_plans_answers(tmp_path: Path) -> None:
+    """`rewrite --check` after `lint`, nothing edited: the state lint kept lacks what the plan asks the resolver, so the
+    planned run keeps its own (a later planned run carries the plan's answers), and answers as a run from nothing."""
+    root = _copy(tmp_path, "torch_lm")
+    cache = tmp_path / "cache"
+    analyze([str(root)], Options(cache_dir=str(cache), plan=False))
+    (state,) = cache.glob("solved-*.pickle")
+    assert not pickle.loads(state.read_bytes()).planned
+    warm = analyze([str(root)], Options(cache_dir=str(cache)))
+    assert pickle.loads(state.read_bytes()).planned
     assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
 
 

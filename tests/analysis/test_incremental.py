@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograph_cg import api
+from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.resolver.sites import CallSites
 from autograph_cg.api import Analysis, Options, analyze
@@ -52,11 +52,11 @@ class _Spy:
     """Which packages a run judged and whether the resolver indexed the call sites again (a fresh solve)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.packages: list[api.Package] = []
+        self.packages: list[Package] = []
         self.solves = 0
-        package_init, sites_init = api.Package.__init__, CallSites.__init__
+        package_init, sites_init = Package.__init__, CallSites.__init__
 
-        def made(package: api.Package, *args: object, **kwargs: object) -> None:
+        def made(package: Package, *args: object, **kwargs: object) -> None:
             package_init(package, *args, **kwargs)
             self.packages.append(package)
 
@@ -64,7 +64,7 @@ class _Spy:
             self.solves += index is None  # the main solver indexing the package's calls: a solve from nothing
             sites_init(sites, package, index)
 
-        monkeypatch.setattr(api.Package, "__init__", made)
+        monkeypatch.setattr(Package, "__init__", made)
         monkeypatch.setattr(CallSites, "__init__", indexed)
 
 

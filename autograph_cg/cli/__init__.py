@@ -36,9 +36,10 @@ class _LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """The command as a process of its own (the console script, `python -m autograph_cg`; tests call `main`): its
-        heap frozen when it ends. The interpreter's last collection then skips the millions of objects a run over a
-        large package leaves (0.4-0.5 s after the answer was printed, for a process about to exit)."""
+        """The command as a process of its own (the console script, `python -m autograph_cg`; click's test runner calls
+        `main.main` and is left alone): its heap frozen when it ends. The interpreter's last collection then skips the
+        millions of objects a run over a large package leaves (0.4-0.5 s after the answer was printed, for a process
+        about to exit)."""
         try:
             return super().__call__(*args, **kwargs)
         finally:

@@ -8,9 +8,8 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.plan import DEFAULT_MIN_KERNELS, Plan, make_plan
 from autograph_cg.analysis.runner import FactsCache, Indexer, ProgressSink, ResultCache, SolvedStore, Stamped, paused_gc, run_key, stamp_files
@@ -20,6 +19,9 @@ from autograph_cg.config import Config
 from autograph_cg.findings import Finding, SourceError
 from autograph_cg.rules.registry import family_of
 from autograph_cg.sources import SourceFile, gather
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.eligibility import Package
 
 DEFAULT_CACHE = ".autograph-cg-cache"
 
@@ -136,6 +138,8 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
         cached = results.get(known)
         if isinstance(cached, Analysis):
             return cached
+    from autograph_cg.analysis.eligibility import Package  # the resolver and the verdicts: a cached answer needs neither
+
     facts_cache = FactsCache(cache_dir)
     store = SolvedStore(cache_dir)
     shape = run_key([(source, file_key, (0, 0)) for source, file_key, _ in stamped], repr(settings))  # files, not stamps
@@ -179,9 +183,12 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     summary = _summary(len(sources), files, lines, read_errors, findings, verdicts, plan)
     analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
     facts_cache.save(file_key for _, file_key, _ in stamped)
-    if not carried or (package.results() - package.kept) * 8 > package.results():  # few judged again: the state stays
+    # Kept when few were judged again, unless this run planned and the state it kept did not: the plan's answers, which
+    # each `rewrite --check` after runs of `lint` would solve afresh, are kept for the next
+    had_plan = carried and state is not None and state.planned
+    if not carried or (options.plan and not had_plan) or (package.results() - package.kept) * 8 > package.results():
         files = {m.path: (stamps[m.path], m.digests) for m in modules}
-        store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package))
+        store.put(shape, Solved(files, frozenset(m.path for m in modules if m.complete), package, options.plan or had_plan))
     results.put(key, analysis)
     return analysis
 

@@ -256,10 +256,12 @@ class ResultCache(_Keyed):
 
 
 class SolvedStore(_Keyed):
-    """The solved states of recent runs (`solved.Solved`) by the shape of the run (its files and settings)."""
+    """The solved states of recent runs (`solved.Solved`) by the shape of the run (its files and settings). As many
+    as the answers: a hook analyzes the package of each file a commit changes, so a tree of several packages, linted
+    whole too, needs a state for each (with four, the fifth shape evicted the first, solved afresh at its next edit)."""
 
     def __init__(self, folder: Path | None) -> None:
-        super().__init__(folder, "solved", Solved, keep=4)
+        super().__init__(folder, "solved", Solved, keep=8)
 
     def get(self, key: str) -> Solved | None:
         return cast("Solved | None", super().get(key))  # `_load_pickle` returns a `Solved` or None

@@ -44,6 +44,7 @@ class Solved:
     files: dict[str, tuple[Stamp, Digests | None]]  # path -> (stamp, digests) of every file the run read
     deep: frozenset[str]  # files indexed deeply by the end of the run (indexed so again when they change)
     package: "Package"  # its resolver state and memoized results (`Package.__getstate__`)
+    planned: bool = False  # its resolver holds the answers a plan asks for (a run of `rewrite` or `plan` made it)
 
     def changed(self, stamps: dict[str, Stamp]) -> frozenset[str] | None:
         """The files edited since, when the same files are analyzed; None when a file came or went."""

@@ -21,10 +21,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import libcst as cst
-import libcst.matchers as m
 
 from autograph_cg.rewrite.shape import IMPORT_LINE, MARKER, RUNTIME_MODULE, WRAPPER, ast_is_runtime_import
-from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement
+from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement, find_all
 
 _STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
@@ -63,7 +62,7 @@ def _bindings(stmt: cst.CSTNode) -> list[tuple[str, str]]:
     if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
         return [(stmt.name.value, "a definition")]
     found: list[tuple[str, str]] = []
-    for node in m.findall(stmt, m.ImportFrom() | m.Import() | m.AssignTarget() | m.AnnAssign()):
+    for node in find_all(stmt, (cst.ImportFrom, cst.Import, cst.AssignTarget, cst.AnnAssign)):
         if isinstance(node, cst.ImportFrom):
             origin = "." * len(node.relative) + _dotted(node.module)
             if isinstance(node.names, cst.ImportStar):
@@ -152,7 +151,7 @@ def _first_use(source: Source, texts: Sequence[str], users: Collection[int] = ()
         if i in users:
             return i
         if not statement.imports and WRAPPER in text:
-            if any(m.findall(stmt, m.Name(WRAPPER)) for stmt in source.parse(replace(statement, text=text)).body):
+            if any(n.value == WRAPPER for stmt in source.parse(replace(statement, text=text)).body for n in find_all(stmt, cst.Name)):
                 return i
     return len(texts)
 

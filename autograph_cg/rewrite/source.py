@@ -24,7 +24,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 import libcst as cst
 
@@ -33,6 +33,7 @@ from autograph_cg.sources import decode, encoding_of, parse
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
 _INDENT = re.compile(r"[ \t\f]+")
 _ONE_BLOCK = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.If)
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 class Unsafe(Exception):
@@ -165,6 +166,26 @@ def _parse(text: str, newline: str) -> tuple[cst.Module, bool]:
     nodes do not change): what has the wrapper's name is parsed to read it, then to undo it."""
     module = cst.parse_module(text, config=cst.PartialParserConfig(default_newline=newline))
     return module, module.code == text
+
+
+class _Collect(cst.CSTVisitor):
+    def __init__(self, kinds: type | tuple[type, ...]) -> None:
+        super().__init__()
+        self.kinds = kinds
+        self.found: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.found.append(node)
+        return True
+
+
+def find_all(node: cst.CSTNode, kinds: type[_Node] | tuple[type[_Node], ...]) -> list[_Node]:
+    """The nodes of `kinds` in `node` (itself included), in the order of the text: what `libcst.matchers.findall`
+    finds with matchers of node types alone, without importing the matchers (0.3 s, most of libcst's import)."""
+    collect = _Collect(kinds)
+    node.visit(collect)
+    return collect.found  # type: ignore[return-value]  # all of `kinds`
 
 
 def load(data: bytes) -> Source:

@@ -16,13 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_guard, cst_wrapped_call, unwrap
-from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement
+from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement, find_all
 
 Key = tuple[int, int, int, int]
 Positions = Mapping[cst.CSTNode, CodeRange]
@@ -180,9 +179,7 @@ class _Unwrap(_Scoped):
         inner = cst_wrapped_call(updated_node)
         if inner is None:
             return updated_node
-        if self.skipped(_last_name(inner.func)) or len(m.findall(updated_node, m.Comment())) != len(
-            m.findall(inner, m.Comment())
-        ):
+        if self.skipped(_last_name(inner.func)) or len(find_all(updated_node, cst.Comment)) != len(find_all(inner, cst.Comment)):
             self.counts.kept += 1
             return updated_node
         self.counts.changed += 1

@@ -87,7 +87,7 @@ def test_lint_makes_no_plan_but_reports_what_a_planned_run_reports(tmp_path, mon
 
 
 def test_lint_is_served_by_a_planned_answer_but_plan_never_by_lint(tmp_path, monkeypatch):
-    from autograph_cg import api
+    from autograph_cg.analysis.eligibility import Package
 
     src = tmp_path / "src"
     src.mkdir()
@@ -97,7 +97,7 @@ def test_lint_is_served_by_a_planned_answer_but_plan_never_by_lint(tmp_path, mon
     assert linted.plan is None and planned.plan is not None  # lint's answer has no plan to give
     cache = str(tmp_path / "first-plan")
     analyze([str(src)], Options(cache_dir=cache))
-    monkeypatch.setattr(api.Package, "compute_all", lambda self: (_ for _ in ()).throw(AssertionError("analyzed again")))
+    monkeypatch.setattr(Package, "compute_all", lambda self: (_ for _ in ()).throw(AssertionError("analyzed again")))
     again = analyze([str(src)], Options(cache_dir=cache, plan=False))
     assert again.plan == planned.plan and again.findings == planned.findings
 

@@ -5,13 +5,14 @@ is solved afresh."""
 
 from __future__ import annotations
 
+import pickle
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from autograph_cg import api
+from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.resolver.sites import CallSites
 from autograph_cg.api import Analysis, Options, analyze
@@ -51,11 +52,11 @@ class _Spy:
     """Which packages a run judged and whether the resolver indexed the call sites again (a fresh solve)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.packages: list[api.Package] = []
+        self.packages: list[Package] = []
         self.solves = 0
-        package_init, sites_init = api.Package.__init__, CallSites.__init__
+        package_init, sites_init = Package.__init__, CallSites.__init__
 
-        def made(package: api.Package, *args: object, **kwargs: object) -> None:
+        def made(package: Package, *args: object, **kwargs: object) -> None:
             package_init(package, *args, **kwargs)
             self.packages.append(package)
 
@@ -63,7 +64,7 @@ class _Spy:
             self.solves += index is None  # the main solver indexing the package's calls: a solve from nothing
             sites_init(sites, package, index)
 
-        monkeypatch.setattr(api.Package, "__init__", made)
+        monkeypatch.setattr(Package, "__init__", made)
         monkeypatch.setattr(CallSites, "__init__", indexed)
 
 
@@ -167,6 +168,19 @@ def test_a_damaged_solved_state_is_solved_afresh(tmp_path: Path) -> None:
     states[0].write_bytes(states[0].read_bytes()[:1000])
     (root / "norm.py").write_text((root / "norm.py").read_text() + "# edited\n")
     warm = analyze([str(root)], Options(cache_dir=str(cache)))
+    assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
+
+
+def test_a_planned_run_after_lint_keeps_the_plans_answers(tmp_path: Path) -> None:
+    """`rewrite --check` after `lint`, nothing edited: the state lint kept lacks what the plan asks the resolver, so the
+    planned run keeps its own (a later planned run carries the plan's answers), and answers as a run from nothing."""
+    root = _copy(tmp_path, "torch_lm")
+    cache = tmp_path / "cache"
+    analyze([str(root)], Options(cache_dir=str(cache), plan=False))
+    (state,) = cache.glob("solved-*.pickle")
+    assert not pickle.loads(state.read_bytes()).planned
+    warm = analyze([str(root)], Options(cache_dir=str(cache)))
+    assert pickle.loads(state.read_bytes()).planned
     assert _answer(warm) == _answer(analyze([str(root)], Options(use_cache=False)))
 
 

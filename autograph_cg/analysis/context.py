@@ -80,6 +80,23 @@ def _annotation_names(node: ast.expr) -> list[str]:
     return ["?"]
 
 
+_SEQUENCE_ANNOTATIONS = frozenset({"Tuple", "tuple", "List", "list", "Sequence", "Dict", "dict", "Mapping"})
+
+
+def _is_sequence(annotation: ast.expr | None) -> bool:
+    """`Tuple[...]`, `Optional[List[...]]`, `dict[str, Tensor] | None`: a container (or None), never a tensor."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        rest = [x for x in sides if not (isinstance(x, ast.Constant) and x.value is None)]
+        return len(rest) == 1 and _is_sequence(rest[0])
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    head = _annotation_names(annotation.value)[-1]
+    if head == "Optional":
+        return _is_sequence(annotation.slice)
+    return head in _SEQUENCE_ANNOTATIONS
+
+
 def annotation_kind(annotation: ast.expr | None) -> int | None:
     """What an annotation says a value is; None without one."""
     if annotation is None:
@@ -144,7 +161,7 @@ class FunctionContext:
     __slots__ = (
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
-        "summarizer", "conditions", "active", "guards", "ops", "kwargs",
+        "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -173,6 +190,7 @@ class FunctionContext:
         # `**kwargs` when only handed on: its name, and what a call that spreads it passes (KWARGS and the other
         # parameter names, which it cannot hold); None otherwise
         self.kwargs: tuple[str, Expr] | None = None
+        self.sequences: frozenset[str] = frozenset()  # arguments annotated as sequences or mappings
         self.ops = 0  # framework ops, tensor methods and tensor operators met: the kernels it launches, about
 
     # ----- what rules ask -----------------------------------------------------------------------------------
@@ -185,6 +203,15 @@ class FunctionContext:
 
     def is_tensor(self, node: ast.AST) -> bool:
         return is_tensor(self.kinds.get(id(node), UNKNOWN))
+
+    def truth_syncs(self, node: ast.AST) -> bool:
+        """Whether testing `node`'s truth reads a tensor on the host. An argument annotated as a sequence or mapping
+        of tensors (`layer_past: Optional[Tuple[Tensor]]`) is a tensor to every read of an item, but its own truth is
+        its length (or None's)."""
+        inner = node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else node
+        if isinstance(inner, ast.Name) and inner.id in self.sequences and inner.id in self.params:
+            return False
+        return self.is_tensor(node)
 
     def holds_tensor(self, node: ast.AST) -> bool:
         """A tensor, or a list/tuple literal with a tensor in it (`[b, n, -1]` with `n` a tensor)."""
@@ -273,6 +300,7 @@ class FunctionContext:
             if is_host:
                 self.env[arg.arg] = HOST
         self.params = {a.arg for a in (positional[1:] if is_method else positional) + func.args.kwonlyargs}
+        self.sequences = frozenset(a.arg for a in positional + func.args.kwonlyargs if _is_sequence(a.annotation))
         kwarg = func.args.kwarg
         if kwarg is not None and _only_spread(func, kwarg.arg):
             named = [a.arg for a in positional + func.args.kwonlyargs + ([func.args.vararg] if func.args.vararg else [])]

@@ -20,6 +20,7 @@ class RuleContext(Protocol):
     def kind(self, node: ast.AST) -> int: ...  # the value lattice of `analysis.kinds`
     def is_tensor(self, node: ast.AST) -> bool: ...
     def holds_tensor(self, node: ast.AST) -> bool: ...  # a tensor, or a list/tuple literal holding one
+    def truth_syncs(self, node: ast.AST) -> bool: ...  # its truth is a tensor's (a sequence argument's is its length)
     def in_test(self) -> bool: ...  # inside an if/while/assert/ternary condition
     def qualify(self, node: ast.expr) -> str | None: ...  # a dotted reference resolved through imports
     def is_global(self, name: str) -> bool: ...  # a module-level variable not shadowed here

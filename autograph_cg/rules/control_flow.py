@@ -22,7 +22,7 @@ def _exits(body: list[ast.stmt]) -> bool:
 
 def _condition(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     test = node.test  # type: ignore[attr-defined]
-    if ctx.is_tensor(test):
+    if ctx.truth_syncs(test):
         if isinstance(node, ast.If):
             yield test, "an early exit" if _exits(node.body) else "an `if`"
         else:
@@ -31,13 +31,13 @@ def _condition(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]
 
 def _while(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.While)
-    if ctx.is_tensor(node.test):
+    if ctx.truth_syncs(node.test):
         yield node.test, ""
 
 
 def _assert(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
     assert isinstance(node, ast.Assert)
-    if ctx.is_tensor(node.test):
+    if ctx.truth_syncs(node.test):
         yield node.test, ""
 
 
@@ -47,9 +47,9 @@ def _bool_operands(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, s
         return
     if isinstance(node, ast.BoolOp):
         for value in node.values[:-1]:
-            if ctx.is_tensor(value):
+            if ctx.truth_syncs(value):
                 yield value, "and" if isinstance(node.op, ast.And) else "or"
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and ctx.is_tensor(node.operand):
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and ctx.truth_syncs(node.operand):
         yield node, "not"
 
 
@@ -76,6 +76,8 @@ RULES = (
             "y = x if x.mean() > 0 else -x",
             "if (x > 0).any():\n    return x",
             "class Case(nn.Module):\n    def forward(self, x, scale):\n        if scale.sum() > 0:\n            x = x * scale\n        return x",
+            "class Case(nn.Module):\n    def forward(self, x, feats: List[Tensor]):\n        if feats[0].sum() > 0:\n"
+            "            x = x * 2\n        return x",
             "class Case(nn.Module):\n    def peak(self, x):\n        return x.max()\n\n    def forward(self, x):\n        if self.peak(x) > 0:\n            x = x * 2\n        return x",
         ),
         valid=(
@@ -87,6 +89,8 @@ RULES = (
             "torch: if x.device.type == 'cuda' and x.dtype == torch.float16:\n    x = x.float()",
             "paddle: if x.stop_gradient and x.dtype == paddle.float16:\n    x = x.astype('float32')",
             "class Case(nn.Module):\n    def forward(self, x, feats):\n        if feats:\n            x = x + feats.pop()\n        return x",
+            "class Case(nn.Module):\n    def forward(self, x, past: Optional[Tuple[Tensor, Tensor]] = None):\n"
+            "        if past:\n            x = x + past[0]\n        return x",
             "class Case(nn.Module):\n    def any_requires_grad(self, xs) -> bool:\n        return any(t.requires_grad for t in xs)\n\n"
             "    def forward(self, x, feats):\n        if self.any_requires_grad(feats):\n            x = x * 2\n        return x",
             "torch: y = x.float() if torch.jit.is_scripting() else x",

@@ -438,6 +438,17 @@ class Package:
             failed = self.classes[owner][1]
             if failed.error:
                 result.absorb(Status.UNKNOWN, [_internal(failed.name, failed.error, self.classes[owner][0].path, failed.line)], None, hard=True)
+        aliases: list[str] = []  # set by an `__init__` nearer than any forward method: the instance's forward
+        for owner in self.mro(qual):
+            if found is not None and owner == found[0]:
+                break
+            aliases += self.classes[owner][1].forwards
+        if aliases:  # any of them
+            for name in aliases:
+                method = self.find_method(qual, name)
+                if method is not None:
+                    result.take(self._function(qual, method[0], method[1]), None, bind=same)
+            return result
         if found is None:
             external = [b for b in self.framework_bases(qual) if fw.layer_kind(b) not in ("base", None)]
             if not external:

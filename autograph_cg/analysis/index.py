@@ -133,6 +133,7 @@ class _ClassBuilder:
         self.cls.host_methods = frozenset(name for name, m in self.methods.items() if annotation_kind(m.returns) == HOST)
         init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
         self.has_init = init is not None
+        self.forwards = () if "forward" in self.methods or init is None else _forward_aliases(init, self.methods)
         self.collector = SiteCollector(
             scope, self.cls, init if reachable else None, {**self.methods, **({"__init__": init} if init else {})}, summarizer, node.name
         )
@@ -187,9 +188,26 @@ class _ClassBuilder:
             sites=tuple(self.sites),
             attrs=self.attrs(),
             has_init=self.has_init,
+            forwards=self.forwards,
             skipped=_is_skipped(self.scope, self.node),
             error=self.error,
         )
+
+
+def _forward_aliases(init: ast.FunctionDef | ast.AsyncFunctionDef, methods: dict) -> tuple[str, ...]:
+    """`self.forward = self.forward_slicing` (under whatever condition): the methods that may be the forward."""
+    found = []
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr in methods:
+            target, value = node.targets[0], node.value
+            if (
+                len(node.targets) == 1
+                and isinstance(target, ast.Attribute)
+                and target.attr == "forward"
+                and all(isinstance(x, ast.Name) and x.id == "self" for x in (target.value, value.value))
+            ):
+                found.append(value.attr)
+    return tuple(sorted(set(found)))
 
 
 class _Walker:
@@ -218,6 +236,7 @@ class _Walker:
 
     def walk_from_forward(self) -> None:
         work: list[tuple[str | None, str]] = [(c, "forward") for c, b in self.builders.items() if "forward" in b.methods]
+        work += [(c, name) for c, b in self.builders.items() for name in b.forwards]
         for name, builder in self.builders.items():
             if "forward" not in builder.methods and any(b.rsplit(".", 1)[-1] not in _PLAIN_BASES for b in builder.bases):
                 # a layer whose forward is inherited (a template method in a base): any method may be called

@@ -1263,6 +1263,47 @@ class Named({Layer}):
          "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional",
          "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible"},
     ),
+    # `__init__` makes one of its methods the instance's forward: any of them may run
+    "forward-chosen-in-init": (
+        {"m.py": """from {nn} import {Layer}, Linear
+
+
+class Partial({Layer}):
+    def __init__(self, how="slicing"):
+        super().__init__()
+        self.fc = Linear(4, 4)
+        if how == "slicing":
+            self.forward = self.forward_slicing
+        else:
+            self.forward = self.forward_split
+
+    def forward_slicing(self, x):
+        return self.fc(x)
+
+    def forward_split(self, x):
+        return self.fc(x) * self.fc(x).sum().item()
+
+
+class Plain({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+        self.forward = self.run
+
+    def run(self, x):
+        return self.fc(x)
+
+
+class Holder({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Plain()
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"m.Partial": "ineligible", "m.Plain": "eligible", "m.Holder": "eligible"},
+    ),
     # a write through a local alias of an argument, or into a part of it, mutates what the caller keeps
     "argument-alias-mutation": (
         {"m.py": """from {nn} import {Layer}

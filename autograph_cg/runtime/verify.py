@@ -40,7 +40,7 @@ class Mismatch(Exception):
 
 @dataclass(eq=False)
 class Probe:
-    """What the probe found, and its outputs (with their autograd history in training)."""
+    """What the probe found, and (checked) its outputs and what the check holds the new graph against."""
 
     flat: list
     nondiff: tuple = ()
@@ -93,12 +93,8 @@ def probe(
     got: dict[int, Any] = {}  # leaf -> eager's input gradient (None for parameters: in the bank)
 
     def take(k: int, grad: Any) -> None:
-        if not check:
-            got[k] = None
-        elif k < len(cand):
-            got[k] = grad
-        else:
-            got[k] = None
+        got[k] = grad if check and k < len(cand) else None
+        if check and k >= len(cand):
             ops.copy_(bank_views[k - len(cand)], grad)  # type: ignore[index]
 
     ops.backward_into(outs, grads, leaves, take, retain=False)  # frees the probe's activations

@@ -155,6 +155,57 @@ def _only_spread(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> boo
     return all(id(node) in spread for node in ast.walk(func) if isinstance(node, ast.Name) and node.id == name)
 
 
+def _own_returns(func: ast.FunctionDef) -> list[ast.Return] | None:
+    """The `return` statements of `func` itself (not of functions or classes inside it); None for a generator."""
+    found: list[ast.Return] = []
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(node, ast.Return):
+            found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def returned(module: ModuleScope, name: str) -> int | tuple[int, ...] | None:
+    """What the module function `name` returns, read from its own walk: a kind, or one kind per part when every
+    `return` builds a tuple of one length (`early_exit, mask, q_len = prepare(...)` reads the flag and the length the
+    function returns as host values, not as parts of a tensor). None when unknown, or while it is being asked."""
+    memo = module.returns
+    if name in memo:
+        return memo[name]
+    memo[name] = None  # a recursive call asks again: unknown
+    func = module.functions.get(name)
+    returns = _own_returns(func) if func is not None else None
+    if func is None or returns is None:
+        return None
+    ctx = FunctionContext(module, None, name, None)
+    try:
+        ctx.run(func, is_method=False)
+    except Exception:  # an analyzer bug in the callee's walk is reported by its own walk; here it is unknown
+        return None
+    values = [r.value for r in returns]
+    width = {len(v.elts) if isinstance(v, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in v.elts) else -1 for v in values}
+    result: int | tuple[int, ...]
+    if len(width) == 1 and min(width) > 0:
+        result = tuple(_joined(ctx.kind(v.elts[i]) for v in values) for i in range(min(width)))  # type: ignore[union-attr]
+    else:
+        falls_off = not returns or not isinstance(func.body[-1], (ast.Return, ast.Raise))  # the end returns None too
+        result = _joined([HOST] * falls_off + [HOST if v is None else ctx.kind(v) for v in values])
+    memo[name] = result
+    return result
+
+
+def _joined(kinds: Iterable[int]) -> int:
+    result: int | None = None
+    for kind in kinds:
+        result = kind if result is None else join(result, kind)
+    return UNKNOWN if result is None else result
+
+
 class FunctionContext:
     """The state of one function's walk; rules receive it to ask about kinds, names and positions."""
 
@@ -424,6 +475,11 @@ class FunctionContext:
                     self.bind(sub, self.kinds.get(id(val), UNKNOWN), val)
                 return
             element = TENSOR if kind in (TENSOR, TENSORS, BOOL_TENSOR) else HOST if kind == HOST else UNKNOWN
+            parts = self._returned_parts(value)
+            if parts is not None and len(parts) == len(elts) and not any(isinstance(e, ast.Starred) for e in elts):
+                for sub, part in zip(elts, parts):
+                    self.bind(sub, HOST if part == HOST else element, None)
+                return
             part = value if value is not None and self.owned(value) else None  # `k, v = past.layers[i]`: parts of it
             for sub in elts:
                 self.bind(sub.value if isinstance(sub, ast.Starred) else sub, element, part)
@@ -440,6 +496,18 @@ class FunctionContext:
             self._run(DISPATCH.outer_writes, target)
         elif t is ast.Starred:
             self.bind(target.value, TENSORS if kind == TENSORS else kind, None)  # type: ignore[attr-defined]
+
+    def _returned_parts(self, value: ast.expr | None) -> tuple[int, ...] | None:
+        """The parts a call of a function of this module returns, when it returns tuples of one length."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return None
+        name = value.func.id
+        if name in self.env or name in self.local_funcs or name in self.local_imports or name not in self.module.functions:
+            return None
+        if self.module.qualify_name(name) != f"{self.module.module}.{name}":
+            return None
+        parts = returned(self.module, name)
+        return parts if isinstance(parts, tuple) else None
 
     def _comprehension(self, comp: ast.comprehension) -> None:
         iter_kind = self.expr(comp.iter)
@@ -622,8 +690,12 @@ class FunctionContext:
             return TENSOR
         if root in DISPATCH.external_roots:
             return HOST if not tensor_in else UNKNOWN
-        if tensor_in or short[:1].isupper() or qual.startswith(self.module.module + "."):
+        own = qual.startswith(self.module.module + ".")
+        if tensor_in or short[:1].isupper() or own:
             self._record("name", qual, node, node.func)
+        if own and qual == f"{self.module.module}.{short}" and short in self.module.functions:
+            if returned(self.module, short) == HOST:
+                return HOST
         if short[:1].isupper():
             return LAYER if not tensor_in else UNKNOWN
         return TENSOR if tensor_in else UNKNOWN

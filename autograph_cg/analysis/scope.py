@@ -63,6 +63,9 @@ class ModuleScope:
         self.optional_imports: list[str] = []  # imported in `try:` with an `except ImportError:` fallback
         self.framework: str | None = None
         self.suppressions = Suppressions()
+        self.functions: dict[str, ast.FunctionDef] = {}  # module-level functions, by name
+        self._redefined: set[str] = set()
+        self.returns: dict[str, int | tuple[int, ...] | None] = {}  # what each returns, as far as asked (context.py)
         for statement in tree.body:
             self._scan(statement)
 
@@ -77,6 +80,8 @@ class ModuleScope:
                     self.framework = root
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.definitions.add(statement.name)
+            if isinstance(statement, ast.FunctionDef):
+                self._function(statement)
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
@@ -90,6 +95,15 @@ class ModuleScope:
                     self._scan(inner)
                     if optional and block is statement.body and isinstance(inner, (ast.Import, ast.ImportFrom)):
                         self.optional_imports.extend(qual for _, qual in self.import_bindings(inner))
+
+    def _function(self, node: ast.FunctionDef) -> None:
+        """A function defined once, undecorated: what calls of its name run (defined twice, say per version, neither)."""
+        name = node.name
+        if name in self.functions or name in self._redefined or node.decorator_list:
+            self.functions.pop(name, None)
+            self._redefined.add(name)
+        else:
+            self.functions[name] = node
 
     # ----- names ---------------------------------------------------------------------------------------------------
     def import_bindings(self, node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:

@@ -79,6 +79,10 @@ RULES = (
             "class Case(nn.Module):\n    def forward(self, x, feats: List[Tensor]):\n        if feats[0].sum() > 0:\n"
             "            x = x * 2\n        return x",
             "class Case(nn.Module):\n    def peak(self, x):\n        return x.max()\n\n    def forward(self, x):\n        if self.peak(x) > 0:\n            x = x * 2\n        return x",
+            "def split(x):\n    return x * 2, x.sum()\n\n\nclass Case(nn.Module):\n    def forward(self, x):\n"
+            "        y, total = split(x)\n        if total > 0:\n            y = y - 1\n        return y",
+            "def peak(x):\n    if x.ndim == 1:\n        return 0\n    return x.max()\n\n\nclass Case(nn.Module):\n    def forward(self, x):\n"
+            "        if peak(x) > 0:\n            x = x * 2\n        return x",
         ),
         valid=(
             "if x.shape[0] > 1:\n    x = x * 2",
@@ -93,6 +97,12 @@ RULES = (
             "        if past:\n            x = x + past[0]\n        return x",
             "class Case(nn.Module):\n    def any_requires_grad(self, xs) -> bool:\n        return any(t.requires_grad for t in xs)\n\n"
             "    def forward(self, x, feats):\n        if self.any_requires_grad(feats):\n            x = x * 2\n        return x",
+            "def prepare(x, mask):\n    if mask is not None and mask.ndim == 4:\n        return True, mask, None\n"
+            "    return False, mask, x.shape[1]\n\n\nclass Case(nn.Module):\n    def forward(self, x, mask=None):\n"
+            "        early, mask, length = prepare(x, mask)\n        if early:\n            return x\n"
+            "        if length > 2:\n            x = x + 1\n        return x",
+            "def width(x):\n    return x.shape[-1]\n\n\nclass Case(nn.Module):\n    def forward(self, x):\n"
+            "        if width(x) > 3:\n            x = x * 2\n        return x",
             "torch: y = x.float() if torch.jit.is_scripting() else x",
             "paddle: from paddle.nn.layer.layers import in_declarative_mode\ny = x.shape[:-1] if in_declarative_mode() else x.shape",
         ),

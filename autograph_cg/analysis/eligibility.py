@@ -132,6 +132,12 @@ def _condition_text(function: FunctionFacts, conditions: tuple[int, ...], off: C
     return " and ".join(texts)
 
 
+def _callable(value: Value | None) -> bool:
+    """Whether the default build's answer for a callee says what runs: one that holds only constants (`None`) says
+    that what the call runs was not found, not that nothing runs (a registry read through a `__getitem__`)."""
+    return bool(value) and any(atom[0] not in ("C", "H") for atom in value)  # type: ignore[union-attr]
+
+
 def _of_verdict(verdict: Verdict) -> _Result:
     """A class's verdict as a result a caller takes: what runs outside its guarded branches, and those."""
     plain = [r for r in verdict.reasons if not r.guard]
@@ -622,7 +628,7 @@ class Package:
             self._run(value, call, module, trial, step, constructs, site=site)
             if trial.status is not Status.ELIGIBLE and not trial.hard:
                 usual = default()
-                if usual and usual != value:
+                if _callable(usual) and usual != value:
                     self._run(usual, call, module, result, step, constructs, site=site)
                     other = _Result()
                     self._run(frozenset(value - usual), call, module, other, step, constructs, site=site)

@@ -1132,6 +1132,77 @@ class Built({Layer}):
 """},
         {"m.Embedder": "conditional", "m.Built": "ineligible"},
     ),
+    # a registry object read through its `__getitem__`, which prefers a local table only a setter nobody calls fills:
+    # when the default build finds only a constant where a function is called, what runs is unknown, not "what a
+    # non-default configuration builds"
+    "registry-objects": (
+        {"m.py": """from collections.abc import MutableMapping
+
+from {nn} import {Layer}, Linear
+
+
+def clean_mask(x):
+    return x * 2
+
+
+def sync_mask(x):
+    if (x > 0).all():
+        return x
+    return x * 2
+
+
+class Table(MutableMapping):
+    _global_mapping = {{}}
+
+    def __init__(self):
+        self._local_mapping = {{}}
+
+    def __getitem__(self, key):
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping.update({{key: value}})
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter(self._global_mapping)
+
+    def __len__(self):
+        return len(self._global_mapping)
+
+
+class Overridable(Table):
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+
+class LocalMasks(Overridable):
+    _global_mapping = {{"clean": clean_mask, "sync": sync_mask}}
+
+
+LOCAL_MASKS = LocalMasks()
+
+
+class Config:
+    def __init__(self, impl="clean"):
+        self.impl = impl
+
+
+class Overridden({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(LOCAL_MASKS[self.config.impl](x))
+"""},
+        {"m.Overridden": "unknown"},
+    ),
     # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
     # tested branch blocks

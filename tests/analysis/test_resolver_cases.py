@@ -1132,9 +1132,9 @@ class Built({Layer}):
 """},
         {"m.Embedder": "conditional", "m.Built": "ineligible"},
     ),
-    # a registry object read through its `__getitem__`, which prefers a local table only a setter nobody calls fills:
-    # when the default build finds only a constant where a function is called, what runs is unknown, not "what a
-    # non-default configuration builds"
+    # a registry object read through an inherited `__getitem__` runs it with `self` the object's own class (its
+    # table); a local table only a setter nobody calls fills is another configuration; when the default build finds
+    # only a constant where a function is called, what runs is unknown, not "what another configuration builds"
     "registry-objects": (
         {"m.py": """from collections.abc import MutableMapping
 
@@ -1180,16 +1180,40 @@ class Overridable(Table):
         return self._global_mapping[key]
 
 
+class Masks(Table):
+    _global_mapping = {{"clean": clean_mask, "sync": sync_mask}}
+
+
 class LocalMasks(Overridable):
     _global_mapping = {{"clean": clean_mask, "sync": sync_mask}}
 
 
+MASKS = Masks()
 LOCAL_MASKS = LocalMasks()
+UNFILLED = Overridable()
 
 
 class Config:
     def __init__(self, impl="clean"):
         self.impl = impl
+
+
+class Masked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(MASKS["clean"](x))
+
+
+class Synced({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(MASKS["sync"](x))
 
 
 class Overridden({Layer}):
@@ -1200,8 +1224,17 @@ class Overridden({Layer}):
 
     def forward(self, x):
         return self.fc(LOCAL_MASKS[self.config.impl](x))
+
+
+class Unfilled({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(UNFILLED["clean"](x))
 """},
-        {"m.Overridden": "unknown"},
+        {"m.Masked": "eligible", "m.Synced": "ineligible", "m.Overridden": "conditional", "m.Unfilled": "unknown"},
     ),
     # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the

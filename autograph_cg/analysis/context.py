@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
 from autograph_cg.analysis import frameworks as fw
@@ -372,21 +373,48 @@ class FunctionContext:
 
     def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt]) -> None:
         """Walk `body` as code that runs only when `test` holds (or fails, for an `else`)."""
-        if self.summarizer is None:
+        index = self._condition(test, negated)
+        if index is None:
             self.body(body)
             return
-        index = len(self.conditions)
-        text = self.module.snippet(test)
-        tested = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.params})
-        tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
-        expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
-        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors))
         outer = self.active
         self.active = outer + (index,)
         try:
             self.body(body)
         finally:
             self.active = outer
+
+    def _condition(self, test: ast.expr, negated: bool) -> int | None:
+        """Record a condition code may sit under; its index (None when no resolver reads conditions)."""
+        if self.summarizer is None:
+            return None
+        index = len(self.conditions)
+        text = self.module.snippet(test)
+        tested = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.params})
+        tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
+        expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors))
+        return index
+
+    def short_circuited(self, node: ast.BoolOp, count: int, findings: int, calls: int) -> None:
+        """The findings and calls recorded since `findings` and `calls` happen only when the first `count` operands of
+        `node` do not decide it: all true for `and`, all false for `or` (`mask is None or mask.all()` reads the mask
+        only when one is passed). The condition is recorded only for operands that found something."""
+        if len(self.findings) == findings and len(self.calls) == calls:
+            return
+        values = node.values[:count]
+        prefix = values[0]
+        if count > 1:
+            prefix = ast.copy_location(ast.BoolOp(op=node.op, values=values), node)
+            prefix.end_lineno, prefix.end_col_offset = values[-1].end_lineno, values[-1].end_col_offset
+        index = self._condition(prefix, isinstance(node.op, ast.Or))
+        if index is None:
+            return
+        for at in range(findings, len(self.findings)):
+            self.guards[at] = self.guards[at] + (index,)
+        for at in range(calls, len(self.calls)):
+            call = self.calls[at]
+            self.calls[at] = replace(call, conditions=call.conditions + (index,))
 
     def bind_params(self, args: ast.arguments, is_method: bool) -> None:
         positional = args.posonlyargs + args.args
@@ -798,9 +826,11 @@ def _unaryop(ctx: FunctionContext, node: ast.UnaryOp) -> int:
 
 
 def _boolop(ctx: FunctionContext, node: ast.BoolOp) -> int:
-    kind = HOST
-    for value in node.values:
+    kind = ctx.expr(node.values[0])
+    for index, value in enumerate(node.values[1:], 1):
+        findings, calls = len(ctx.findings), len(ctx.calls)
         kind = join(kind, ctx.expr(value))
+        ctx.short_circuited(node, index, findings, calls)
     return kind
 
 
@@ -951,7 +981,12 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
     ctx.test(node.test)
     rules = DISPATCH.nodes.get(type(node))
     if rules:
+        findings = len(ctx.findings)
         ctx._run(rules, node)
+        test = node.test
+        first = _first_tensor(ctx, test) if isinstance(node, ast.If) and isinstance(test, ast.BoolOp) else 0
+        if first:  # `if a is None or a.all():` converts a tensor only when the operands before it do not decide
+            ctx.short_circuited(test, first, findings, len(ctx.calls))
     if isinstance(node, ast.While):
         ctx.body(node.body)
         ctx.body(node.orelse)
@@ -961,6 +996,14 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
         ctx.guarded(node.test, False, node.body) if runs is None else ctx.body(node.body)
     if runs is not True and node.orelse:
         ctx.guarded(node.test, True, node.orelse) if runs is None else ctx.body(node.orelse)
+
+
+def _first_tensor(ctx: FunctionContext, test: ast.BoolOp) -> int:
+    """The position of the first operand whose truth reads a tensor; 0 when it is the first, or none does."""
+    for index, value in enumerate(test.values):
+        if ctx.truth_syncs(value):
+            return index
+    return 0
 
 
 def _assert(ctx: FunctionContext, node: ast.Assert) -> None:

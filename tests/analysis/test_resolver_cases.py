@@ -1132,6 +1132,48 @@ class Built({Layer}):
 """},
         {"m.Embedder": "conditional", "m.Built": "ineligible"},
     ),
+    # an operand of `and`/`or` runs only when the operands before it do not decide: a tensor read there sits under
+    # them (`mask is None or mask.all()` reads the mask only when one is passed), one read first does not
+    "short-circuits": (
+        {"m.py": """from {nn} import {Layer}, Linear
+
+
+class Masked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x, mask=None):
+        if mask is None or mask.all():
+            return self.fc(x)
+        return self.fc(x * mask)
+
+
+class Scaled({Layer}):
+    def forward(self, x, scale=None):
+        big = scale is not None and scale.item() > 0
+        return x * 2 if big else x
+
+
+class First({Layer}):
+    def forward(self, x, mask=None):
+        if mask.all() or mask is None:
+            return x
+        return x * mask
+
+
+class Flagged({Layer}):
+    def __init__(self, check=False):
+        super().__init__()
+        self.check = check
+
+    def forward(self, x):
+        if self.check and (x > 0).any():
+            return x
+        return x * 2
+"""},
+        {"m.Masked": "conditional", "m.Scaled": "conditional", "m.First": "ineligible", "m.Flagged": "conditional"},
+    ),
     # a registry object read through an inherited `__getitem__` runs it with `self` the object's own class (its
     # table); a local table only a setter nobody calls fills is another configuration; when the default build finds
     # only a constant where a function is called, what runs is unknown, not "what another configuration builds"

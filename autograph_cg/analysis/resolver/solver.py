@@ -282,7 +282,9 @@ class Solver(FixedPoint):
 
     # ----- the nodes -----------------------------------------------------------------------------------------------
     def _grows(self, key: Any) -> bool:
-        return key[0] != "truth"  # whether a test holds is answered anew, not joined
+        # whether a test holds is answered anew, not joined; a parameter's share of a variable is what the variable
+        # would compute in place (it is joined and bounded there)
+        return key[0] != "truth" and key[0] != "param"
 
     def _compute(self, key: Any) -> Value:
         tag = key[0]
@@ -309,6 +311,11 @@ class Solver(FixedPoint):
             return self._vararg_item(key[1], key[2])
         if tag == "truth":
             return frozenset({("C", self._truth(key[1], key[2]))})
+        if tag == "param":
+            summary = self.scope(key[1][0], key[1][1])
+            if summary is None:
+                return unknown(f"{key[1][1]} was not indexed")
+            return self._parameter(key[1], summary, key[2])
         raise ValueError(key)
 
     def _prepare(self) -> None:
@@ -459,7 +466,13 @@ class Solver(FixedPoint):
             for other in facts.scopes.values():
                 parts.extend(self._eval(e, (ctx[0], other.name, None)) for e in other.global_writes.get(name, ()))
         if name in summary.params or name in (summary.vararg, summary.kwarg):
-            parts.append(self._parameter(ctx, summary, name))
+            site = ctx[2]
+            if site is not None and site[0] == "self" and name != summary.self_name:
+                # what the callers pass is the same whatever class an inherited method runs for: solved once for all
+                # of them (a reassigned `**kwargs` of a base config's method has a variable per subclass)
+                parts.append(self._node(("param", (ctx[0], ctx[1], None), name)))
+            else:
+                parts.append(self._parameter(ctx, summary, name))
         return union(parts)
 
     # ----- parameters --------------------------------------------------------------------------------------------

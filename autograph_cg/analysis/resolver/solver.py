@@ -183,6 +183,14 @@ class Solver(FixedPoint):
         holds, fails = self._may(condition, ctx)
         return None if holds == fails else holds
 
+    def _condition(self, condition: Expr, ctx: Ctx) -> tuple[bool, bool]:
+        """`_may`, solved once per test and context (the values guarded by one `if` ask it again at every
+        recomputation); while it is being computed (a cycle back to it) or when it did not settle, asked afresh."""
+        for atom in self._node(("may", condition, ctx)):
+            if atom[0] == "C":
+                return atom[1]
+        return self._may(condition, ctx)
+
     def _may(self, condition: Expr, ctx: Ctx) -> tuple[bool, bool]:
         """(the test may hold, it may fail) for some candidate value. Both only ever turn true as values grow,
         so a value guarded by a test (`if is_exportable(): ...`) only ever grows too."""
@@ -288,9 +296,9 @@ class Solver(FixedPoint):
 
     # ----- the nodes -----------------------------------------------------------------------------------------------
     def _grows(self, key: Any) -> bool:
-        # whether a test holds is answered anew, not joined; a parameter's share of a variable is what the variable
+        # whether a test holds (or may hold or fail) is answered anew, not joined; a parameter's share of a variable is what the variable
         # would compute in place (it is joined and bounded there)
-        return key[0] != "truth" and key[0] != "param"
+        return key[0] not in ("truth", "may", "param")
 
     def _compute(self, key: Any) -> Value:
         tag = key[0]
@@ -317,6 +325,8 @@ class Solver(FixedPoint):
             return self._vararg_item(key[1], key[2])
         if tag == "truth":
             return frozenset({("C", self._truth(key[1], key[2]))})
+        if tag == "may":
+            return frozenset({("C", self._may(key[1], key[2]))})
         if tag == "param":
             summary = self.scope(key[1][0], key[1][1])
             if summary is None:
@@ -653,7 +663,7 @@ class Solver(FixedPoint):
         if tag == "sup":
             return self._super(expr[1], ctx)
         if tag == "if":  # flows only where its branch may run
-            holds, fails = self._may(expr[1], ctx)
+            holds, fails = self._condition(expr[1], ctx)
             runs = fails if expr[2] else holds
             if runs and self.branches is not None:
                 truth = self.branches.truth(expr[1], ctx[0], ctx[1])

@@ -296,8 +296,8 @@ class Solver(FixedPoint):
 
     # ----- the nodes -----------------------------------------------------------------------------------------------
     def _grows(self, key: Any) -> bool:
-        # whether a test holds (or may hold or fail) is answered anew, not joined; a parameter's share of a variable is what the variable
-        # would compute in place (it is joined and bounded there)
+        # whether a test holds (or may hold or fail) is answered anew, not joined; a parameter's share of a
+        # variable is what the variable would compute in place (it is joined and bounded there)
         return key[0] not in ("truth", "may", "param")
 
     def _compute(self, key: Any) -> Value:

@@ -34,7 +34,8 @@ class FixedPoint:
         raise NotImplementedError
 
     def _grows(self, key: Any) -> bool:
-        """Whether a node's value is joined with what it was (else it is answered anew each time)."""
+        """Whether a node's value is joined with what it was and kept small (else it is answered anew each time, as
+        computed: a part of the value of the nodes that read it, which join and bound it)."""
         return True
 
     def _prepare(self) -> None:
@@ -103,13 +104,15 @@ class FixedPoint:
         else:
             self._stack.append(key)
             try:
-                value = bounded(self._compute(key))
+                value = self._compute(key)
             finally:
                 self._stack.pop()
-            if old and self._grows(key) and not value >= old:
-                # Values only grow, so the fixed point is reached: an input cut to "too many candidates" can make a
-                # value read smaller than it did, and letting it shrink swung the two until the round limit.
-                value = bounded(old | value)
+            if self._grows(key):
+                value = bounded(value)
+                if old and not value >= old:
+                    # Values only grow, so the fixed point is reached: an input cut to "too many candidates" can make
+                    # a value read smaller than it did, and letting it shrink swung the two until the round limit.
+                    value = bounded(old | value)
         if value != old:
             self._values[key] = value
             self._dirty.update(self._dependents.get(key, ()))

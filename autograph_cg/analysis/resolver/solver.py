@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.facts import ModuleFacts
+from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
 from autograph_cg.analysis.resolver.fixpoint import FixedPoint
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
@@ -74,6 +74,7 @@ class Solver(FixedPoint):
         self._sites: CallSites | None = None
         self._globals: dict[str, set[str]] = {}
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
+        self._writers: dict[str, _Writes] = {}  # class -> what its methods assign on self (`_writes`)
         self._top: set[str] | None = None
         self._getitem_calls: dict[Expr, Expr] = {}  # `table[key]` -> the `__getitem__` call it makes (kept: its id is a context's)
 
@@ -85,13 +86,14 @@ class Solver(FixedPoint):
 
     def __getstate__(self) -> dict:
         """Kept across runs without the package, whose facts the next run reads afresh (`rebind`)."""
-        return {**self.__dict__, "package": None, "_scopes_of": {}, "_stack": [], "asker": None, "forgotten": set()}
+        return {**self.__dict__, "package": None, "_scopes_of": {}, "_writers": {}, "_stack": [], "asker": None, "forgotten": set()}
 
     def rebind(self, package: PackageView, asker: "Callable[[], Hashable | None] | None") -> None:
         """Answer for `package`, a deeper index of the same files or a later run's: what is solved stays solved."""
         self.package = package
         self.asker = asker
         self._scopes_of.clear()
+        self._writers.clear()
         if self._sites is not None:
             self._sites.package = package
 
@@ -181,6 +183,14 @@ class Solver(FixedPoint):
         holds, fails = self._may(condition, ctx)
         return None if holds == fails else holds
 
+    def _condition(self, condition: Expr, ctx: Ctx) -> tuple[bool, bool]:
+        """`_may`, solved once per test and context (the values guarded by one `if` ask it again at every
+        recomputation); while it is being computed (a cycle back to it) or when it did not settle, asked afresh."""
+        for atom in self._node(("may", condition, ctx)):
+            if atom[0] == "C":
+                return atom[1]
+        return self._may(condition, ctx)
+
     def _may(self, condition: Expr, ctx: Ctx) -> tuple[bool, bool]:
         """(the test may hold, it may fail) for some candidate value. Both only ever turn true as values grow,
         so a value guarded by a test (`if is_exportable(): ...`) only ever grows too."""
@@ -258,10 +268,13 @@ class Solver(FixedPoint):
     # ----- kept across runs ---------------------------------------------------------------------------------------
     def forget(self, reads: list[Any]) -> None:
         """`FixedPoint.forget`; what reads are here: nodes, ("scope", module, name), ("globals", module) (the names
-        a module's functions write under `global`, kept apart), ("sites", qual)."""
+        a module's functions write under `global`, kept apart), ("sites", qual), ("writes", class) (what the methods
+        of a class assign on self, kept apart)."""
         for key in reads:
             if key[0] == "globals":
                 self._globals.pop(key[1], None)
+            elif key[0] == "writes":
+                self._writers.pop(key[1], None)
         super().forget(reads)
 
     def refresh(self, summaries: frozenset[tuple[str, str]], names: set[str], methods: set[str]) -> None:
@@ -270,6 +283,7 @@ class Solver(FixedPoint):
         `self.` or `super()`."""
         reads: list[Any] = [("scope", module, name) for module, name in summaries]
         reads += [("globals", module) for module in {module for module, _ in summaries}]
+        reads += [("writes", f"{module}.{name.partition('.')[0]}") for module, name in summaries]
         reads += [("sites", name) for name in names]
         reads += [key for key in self._dependents if key[0] == "sites" and key[1].rpartition(".")[2] in methods]
         self.forget(reads)
@@ -282,7 +296,9 @@ class Solver(FixedPoint):
 
     # ----- the nodes -----------------------------------------------------------------------------------------------
     def _grows(self, key: Any) -> bool:
-        return key[0] != "truth"  # whether a test holds is answered anew, not joined
+        # whether a test holds (or may hold or fail) is answered anew, not joined; a parameter's share of a
+        # variable is what the variable would compute in place (it is joined and bounded there)
+        return key[0] not in ("truth", "may", "param")
 
     def _compute(self, key: Any) -> Value:
         tag = key[0]
@@ -309,6 +325,13 @@ class Solver(FixedPoint):
             return self._vararg_item(key[1], key[2])
         if tag == "truth":
             return frozenset({("C", self._truth(key[1], key[2]))})
+        if tag == "may":
+            return frozenset({("C", self._may(key[1], key[2]))})
+        if tag == "param":
+            summary = self.scope(key[1][0], key[1][1])
+            if summary is None:
+                return unknown(f"{key[1][1]} was not indexed")
+            return self._parameter(key[1], summary, key[2])
         raise ValueError(key)
 
     def _prepare(self) -> None:
@@ -459,7 +482,13 @@ class Solver(FixedPoint):
             for other in facts.scopes.values():
                 parts.extend(self._eval(e, (ctx[0], other.name, None)) for e in other.global_writes.get(name, ()))
         if name in summary.params or name in (summary.vararg, summary.kwarg):
-            parts.append(self._parameter(ctx, summary, name))
+            site = ctx[2]
+            if site is not None and site[0] == "self" and name != summary.self_name:
+                # what the callers pass is the same whatever class an inherited method runs for: solved once for all
+                # of them (a reassigned `**kwargs` of a base config's method has a variable per subclass)
+                parts.append(self._node(("param", (ctx[0], ctx[1], None), name)))
+            else:
+                parts.append(self._parameter(ctx, summary, name))
         return union(parts)
 
     # ----- parameters --------------------------------------------------------------------------------------------
@@ -634,7 +663,7 @@ class Solver(FixedPoint):
         if tag == "sup":
             return self._super(expr[1], ctx)
         if tag == "if":  # flows only where its branch may run
-            holds, fails = self._may(expr[1], ctx)
+            holds, fails = self._condition(expr[1], ctx)
             runs = fails if expr[2] else holds
             if runs and self.branches is not None:
                 truth = self.branches.truth(expr[1], ctx[0], ctx[1])
@@ -762,9 +791,8 @@ class Solver(FixedPoint):
         for owner in package.mro(cls):
             module, facts = package.classes[owner]
             written: list[Value] = []
-            for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
-                summary = self.scope(module.module, f"{facts.name}.{method}")
-                if summary is None or not self._builds(owner, method):
+            for method, summary in self._writes(owner).writing(attr):
+                if not self._builds(owner, method):
                     continue
                 ctx = (module.module, summary.name, ("self", cls) if owner != cls else None)  # run for this class
                 shared = (module.module, summary.name, None)  # what reads no self is the same for every class
@@ -809,10 +837,9 @@ class Solver(FixedPoint):
         whose names are known strings other than `attr` left out."""
         parts: list[Value] = []
         for owner in self.package.mro(cls):
-            module, facts = self.package.classes[owner]
-            for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
-                summary = self.scope(module.module, f"{facts.name}.{method}")
-                if summary is None or DYNAMIC not in summary.self_attrs or not self._builds(owner, method):
+            module = self.package.classes[owner][0]
+            for method, summary in self._writes(owner).writing(DYNAMIC):
+                if not self._builds(owner, method):
                     continue
                 ctx = (module.module, summary.name, ("self", cls) if owner != cls else None)
                 parts.extend(self._node(("expr", e, ctx)) for e in self._named(summary, attr, ctx, known=False))  # shared
@@ -837,12 +864,19 @@ class Solver(FixedPoint):
 
     def _written(self, cls: str) -> set[str]:
         """The attributes the methods of `cls` itself assign on `self`."""
+        return self._writes(cls).attrs
+
+    def _writes(self, cls: str) -> "_Writes":
+        """What the methods of `cls` itself assign on self, read as one fact (dropped when a summary of the class
+        changes, `refresh`): an attribute's value looks at the methods that may write it, not at every method of
+        every class of the MRO (a model's MRO holds hundreds)."""
+        self._read(("writes", cls))
+        found = self._writers.get(cls)
         module, facts = self.package.classes[cls]
-        found: set[str] = set()
-        for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
-            summary = self.scope(module.module, f"{facts.name}.{method}")
-            if summary is not None:
-                found.update(summary.self_attrs)
+        if found is None:
+            found = self._writers[cls] = _Writes(module, facts)
+        if found.missing and not module.deep:
+            self.package.note_shallow(module)
         return found
 
     def _field(self, cls: str, owner: str, attr: str) -> Value:
@@ -1075,6 +1109,30 @@ class Solver(FixedPoint):
         if qual == "itertools.repeat":
             return frozenset({listing(first)})
         return frozenset({listing(self._items(first))})  # list, tuple, set, sorted, reversed, filter
+
+
+class _Writes:
+    """What the methods of one class assign on self: its methods with a summary (in the order the class defines them,
+    `__init__` last), and, by attribute, those that may write it (by name, or under computed names)."""
+
+    def __init__(self, module: ModuleFacts, facts: ClassFacts) -> None:
+        self.methods: list[tuple[str, ScopeSummary]] = []
+        self.missing = False  # a method of the class was not summarized (its file is to be indexed deeply)
+        for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
+            summary = module.scopes.get(f"{facts.name}.{method}")
+            if summary is None:
+                self.missing = True
+            else:
+                self.methods.append((method, summary))
+        self.attrs: set[str] = {attr for _, summary in self.methods for attr in summary.self_attrs}
+        self._writing: dict[str, list[tuple[str, ScopeSummary]]] = {}
+
+    def writing(self, attr: str) -> list[tuple[str, ScopeSummary]]:
+        """The methods that assign `attr` or assign under computed names (which may be `attr`)."""
+        found = self._writing.get(attr)
+        if found is None:
+            found = self._writing[attr] = [(m, s) for m, s in self.methods if attr in s.self_attrs or DYNAMIC in s.self_attrs]
+        return found
 
 
 def _compare(atom: Atom, op: str, number: float) -> bool | None:

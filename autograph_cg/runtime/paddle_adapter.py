@@ -31,6 +31,8 @@ _SYNC_TARGETS = [
     (paddle.Tensor, name)
     for name in ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__", "nonzero")
 ] + [(paddle, "nonzero")]
+# What says a graph is being captured; a stand-in capture answers yes, as a capturing CUDA stream does.
+_CAPTURE_QUERIES = [(paddle.base.core, "is_cuda_graph_capturing")] if hasattr(paddle.base.core, "is_cuda_graph_capturing") else []
 
 
 def _amp_state() -> tuple:
@@ -389,7 +391,7 @@ class PaddleOps:
     def new_graph(self, backend: str, device: Any, pool: Any) -> Any:
         if backend == "cuda":
             return PaddleCudaGraph(device, pool)
-        return StandInGraph(self.copy_, _SYNC_TARGETS)
+        return StandInGraph(self.copy_, _SYNC_TARGETS, _CAPTURE_QUERIES)
 
     @staticmethod
     def capture_stream(backend: str, device: Any) -> ContextManager:

@@ -4,7 +4,9 @@ Capture records a computation on the static input buffers; replay recomputes it 
 buffers and writes the results in place into the same static output buffers. A runtime that forgot
 to copy new inputs in, or handed out a static output that the next replay overwrites, gives wrong
 numbers here as it would on a GPU. While capturing, the host-syncing tensor methods raise the way a
-capturing CUDA stream refuses them, and ``is_capturing()`` is true.
+capturing CUDA stream refuses them, the framework's own "is a graph being captured" answers yes (library code
+that skips a check while capturing, `if is_tracing(x): return`, takes the path it takes on a GPU), and
+``is_capturing()`` is true.
 """
 
 from __future__ import annotations
@@ -32,13 +34,20 @@ def _refuse(name: str) -> Callable[..., Any]:
     return refuse
 
 
+def _capturing(*args: Any, **kwargs: Any) -> bool:
+    return True
+
+
 @contextmanager
-def refusing_host_syncs(targets: Sequence[tuple[Any, str]]) -> Iterator[None]:
-    """Replace each ``owner.name`` by a function that raises, for the duration of a capture."""
+def refusing_host_syncs(targets: Sequence[tuple[Any, str]], queries: Sequence[tuple[Any, str]] = ()) -> Iterator[None]:
+    """Replace each ``owner.name`` of `targets` by a function that raises, and of `queries` by one that says a
+    graph is being captured, for the duration of a capture."""
     global _depth
-    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name in targets]
-    for owner, name, _ in saved:
+    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name in (*targets, *queries)]
+    for owner, name in targets:
         setattr(owner, name, _refuse(f"{getattr(owner, '__name__', owner)}.{name}"))
+    for owner, name in queries:
+        setattr(owner, name, _capturing)
     _depth += 1
     try:
         yield
@@ -54,15 +63,18 @@ def refusing_host_syncs(targets: Sequence[tuple[Any, str]]) -> Iterator[None]:
 class StandInGraph:
     """Graph semantics on CPU: ``replay`` recomputes the captured function and writes in place."""
 
-    def __init__(self, copy: Callable[[Any, Any], None], sync_targets: Sequence[tuple[Any, str]]) -> None:
+    def __init__(
+        self, copy: Callable[[Any, Any], None], sync_targets: Sequence[tuple[Any, str]], queries: Sequence[tuple[Any, str]] = ()
+    ) -> None:
         self._copy = copy
         self._targets = sync_targets
+        self._queries = queries
         self._fn: Callable[[], list] | None = None
         self.outputs: list = []
         self._live: list = []
 
     def capture(self, fn: Callable[[], list]) -> list:
-        with refusing_host_syncs(self._targets):
+        with refusing_host_syncs(self._targets, self._queries):
             outputs = list(fn())
         self._fn, self.outputs, self._live = fn, outputs, outputs
         return outputs

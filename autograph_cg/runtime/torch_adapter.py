@@ -34,6 +34,8 @@ _SYNC_TARGETS = [
     (torch.Tensor, name)
     for name in ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__", "nonzero")
 ] + [(torch, "nonzero")]
+# What says a graph is being captured; a stand-in capture answers yes, as a capturing CUDA stream does.
+_CAPTURE_QUERIES = [(torch.cuda, "is_current_stream_capturing")]
 
 
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
@@ -531,7 +533,7 @@ class TorchOps:
     def new_graph(self, backend: str, device: torch.device, pool: Any) -> Any:
         if backend == "cuda":
             return CudaGraph(device, pool)
-        return StandInGraph(_copy_detached, _SYNC_TARGETS)
+        return StandInGraph(_copy_detached, _SYNC_TARGETS, _CAPTURE_QUERIES)
 
     def capture_stream(self, backend: str, device: torch.device) -> ContextManager:
         if backend != "cuda":

@@ -119,6 +119,26 @@ def test_stand_in_refuses_host_syncs_only_while_capturing():
     assert seen == [True]
 
 
+class Stream:
+    """A stand-in owner of the framework's "is a graph being captured" query."""
+
+    @staticmethod
+    def capturing():
+        return False
+
+
+def test_stand_in_says_a_graph_is_captured_only_while_capturing():
+    """Library code that skips a host check while capturing (`if is_tracing(x): return`) must take that path on
+    the stand-in, as it does on a GPU, instead of syncing and falling back."""
+    graph = standin.StandInGraph(lambda dst, src: None, [(Box, "item")], [(Stream, "capturing")])
+
+    def step():
+        return [] if Stream.capturing() else [Box().item()]
+
+    assert graph.capture(step) == []
+    assert Stream.capturing() is False and Box().item() == 1
+
+
 def test_stand_in_replays_into_the_captured_outputs():
     static_in = np.array([1.0, 2.0])
 

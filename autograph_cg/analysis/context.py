@@ -527,15 +527,18 @@ class FunctionContext:
 
     def _returned_parts(self, value: ast.expr | None) -> tuple[int, ...] | None:
         """The parts a call of a function of this module returns, when it returns tuples of one length."""
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)) or value.func.id in self.local_funcs:
             return None
-        name = value.func.id
-        if name in self.env or name in self.local_funcs or name in self.local_imports or name not in self.module.functions:
-            return None
-        if self.module.qualify_name(name) != f"{self.module.module}.{name}":
-            return None
-        parts = returned(self.module, name)
+        name = self._own_function(self.qualify(value.func))
+        parts = returned(self.module, name) if name is not None else None
         return parts if isinstance(parts, tuple) else None
+
+    def _own_function(self, qual: str | None) -> str | None:
+        """The name of the module-level function of this file that `qual` names (`returned` reads what it returns)."""
+        if qual is None:
+            return None
+        module, _, name = qual.rpartition(".")
+        return name if module == self.module.module and name in self.module.functions else None
 
     def _comprehension(self, comp: ast.comprehension) -> None:
         iter_kind = self.expr(comp.iter)
@@ -721,9 +724,9 @@ class FunctionContext:
         own = qual.startswith(self.module.module + ".")
         if tensor_in or short[:1].isupper() or own:
             self._record("name", qual, node, node.func)
-        if own and qual == f"{self.module.module}.{short}" and short in self.module.functions:
-            if returned(self.module, short) == HOST:
-                return HOST
+        function = self._own_function(qual) if own else None
+        if function is not None and returned(self.module, function) == HOST:
+            return HOST
         if short[:1].isupper():
             return LAYER if not tensor_in else UNKNOWN
         return TENSOR if tensor_in else UNKNOWN
@@ -984,9 +987,10 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
         findings = len(ctx.findings)
         ctx._run(rules, node)
         test = node.test
-        first = _first_tensor(ctx, test) if isinstance(node, ast.If) and isinstance(test, ast.BoolOp) else 0
-        if first:  # `if a is None or a.all():` converts a tensor only when the operands before it do not decide
-            ctx.short_circuited(test, first, findings, len(ctx.calls))
+        if len(ctx.findings) > findings and isinstance(node, ast.If) and isinstance(test, ast.BoolOp):
+            first = _first_tensor(ctx, test)
+            if first:  # `if a is None or a.all():` converts a tensor only when the operands before it do not decide
+                ctx.short_circuited(test, first, findings, len(ctx.calls))
     if isinstance(node, ast.While):
         ctx.body(node.body)
         ctx.body(node.orelse)

@@ -1241,21 +1241,13 @@ class Config:
 
 
 class Masked({Layer}):
-    def __init__(self):
-        super().__init__()
-        self.fc = Linear(4, 4)
-
     def forward(self, x):
-        return self.fc(MASKS["clean"](x))
+        return MASKS["clean"](x)
 
 
 class Synced({Layer}):
-    def __init__(self):
-        super().__init__()
-        self.fc = Linear(4, 4)
-
     def forward(self, x):
-        return self.fc(MASKS["sync"](x))
+        return MASKS["sync"](x)
 
 
 class Overridden({Layer}):
@@ -1269,12 +1261,8 @@ class Overridden({Layer}):
 
 
 class Unfilled({Layer}):
-    def __init__(self):
-        super().__init__()
-        self.fc = Linear(4, 4)
-
     def forward(self, x):
-        return self.fc(UNFILLED["clean"](x))
+        return UNFILLED["clean"](x)
 """},
         {"m.Masked": "eligible", "m.Synced": "ineligible", "m.Overridden": "conditional", "m.Unfilled": "unknown"},
     ),

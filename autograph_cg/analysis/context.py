@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
+from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
@@ -213,7 +214,8 @@ class FunctionContext:
     __slots__ = (
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
-        "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences",
+        "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "tests", "exits", "finding_exits",
+        "call_exits", "borrowed", "assumes", "_calls_in",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -244,6 +246,17 @@ class FunctionContext:
         self.kwargs: tuple[str, Expr] | None = None
         self.sequences: frozenset[str] = frozenset()  # arguments annotated as sequences or mappings
         self.ops = 0  # framework ops, tensor methods and tensor operators met: the kernels it launches, about
+        # capture-aware reachability (`analysis/capture.py`): each condition's test; the early exits the node being
+        # walked comes after, as (test, holds); those in force at each finding and call; calls of other modules'
+        # functions read as tensors only because they receive some (by node id); per finding, such calls alone
+        # making it a tensor
+        self.tests: list[ast.expr] = []
+        self.exits: tuple[capture.Fact, ...] = ()
+        self.finding_exits: list[tuple[capture.Fact, ...]] = []
+        self.call_exits: list[tuple[capture.Fact, ...]] = []
+        self.borrowed: dict[int, str] = {}
+        self.assumes: list[tuple[str, ...]] = []
+        self._calls_in: dict[int, dict[int, str]] = {}
 
     # ----- what rules ask -----------------------------------------------------------------------------------
     @property
@@ -313,6 +326,8 @@ class FunctionContext:
             return
         span = self.module.span(node)
         self.guards.append(self.active)
+        self.finding_exits.append(self.exits)
+        self.assumes.append(self._assumed(node))
         self.findings.append(
             Finding(
                 path=self.module.path,
@@ -359,17 +374,67 @@ class FunctionContext:
             self.kwargs = (kwarg.arg, (KWARGS, tuple(sorted(named))))
         self.forward = is_method and func.name == "forward"
         self.body(func.body)
+        cuts = [self._cut(guard, exits) for guard, exits in zip(self.guards, self.finding_exits)]
+        calls = [
+            replace(call, cut=found) if (found := self._cut(call.conditions, exits)) else call
+            for call, exits in zip(self.calls, self.call_exits)
+        ]
         return FunctionFacts(
             name=func.name,
             qualname=self.qualname,
             line=func.lineno,
-            calls=tuple(self.calls),
+            calls=tuple(calls),
             findings=tuple(self.findings),
             writes_self=tuple(sorted(self.writes_self)),
             conditions=tuple(self.conditions),
             guards=tuple(self.guards) if any(self.guards) else (),
             ops=self.ops,
+            cuts=tuple(cuts) if any(cuts) else (),
+            assumes=tuple(self.assumes) if any(self.assumes) else (),
         )
+
+    def _cut(self, conditions: tuple[int, ...], exits: tuple[capture.Fact, ...]) -> tuple[str, ...]:
+        """The calls whose truth while capturing keeps code under `conditions` and after `exits` out of a graph."""
+        if not exits and not any(self._candidates(self.tests[i]) for i in conditions):
+            return ()
+        facts = [(self.tests[i], not self.conditions[i].negated) for i in conditions]
+        return capture.cut(facts + list(exits), self._candidates)
+
+    def _candidates(self, test: ast.expr) -> dict[int, str]:
+        found = self._calls_in.get(id(test))
+        if found is None:
+            found = self._calls_in[id(test)] = capture.candidates(test, self.qualify)
+        return found
+
+    def _assumed(self, node: ast.AST) -> tuple[str, ...]:
+        """Other modules' functions whose results alone make what a finding at `node` reads a tensor."""
+        read = node.test if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)) else node
+        found = self._borrowed_only(read) if isinstance(read, ast.expr) else None
+        return tuple(sorted(found)) if found else ()
+
+    def _borrowed_only(self, node: ast.expr) -> set[str] | None:
+        """The borrowed calls (`self.borrowed`) that make `node` a tensor; None when it is one without them."""
+        qual = self.borrowed.get(id(node))
+        if qual is not None:
+            return {qual}
+        if isinstance(node, ast.BoolOp):
+            parts: list[ast.expr] = node.values
+        elif isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+        elif isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+            parts = [node.operand]
+        else:
+            return None
+        found: set[str] = set()
+        for part in parts:
+            if is_tensor(self.kinds.get(id(part), UNKNOWN)):
+                inner = self._borrowed_only(part)
+                if inner is None:
+                    return None
+                found |= inner
+        return found
 
     def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt]) -> None:
         """Walk `body` as code that runs only when `test` holds (or fails, for an `else`)."""
@@ -394,6 +459,7 @@ class FunctionContext:
         tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
         expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
         self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors))
+        self.tests.append(test)
         return index
 
     def short_circuited(self, node: ast.BoolOp, count: int, findings: int, calls: int) -> None:
@@ -432,12 +498,23 @@ class FunctionContext:
             self.env[args.kwarg.arg] = UNKNOWN
 
     def body(self, statements: list[ast.stmt]) -> None:
+        exits = self.exits  # an early exit holds for the rest of its block
         for statement in statements:
             handler = _STATEMENTS.get(type(statement))
             if handler is not None:
                 handler(self, statement)
             else:
                 self.generic(statement)
+            if type(statement) is ast.If and self.summarizer is not None:
+                self._note_exit(statement)
+        self.exits = exits
+
+    def _note_exit(self, node: ast.If) -> None:
+        """After `if t: return`, the rest of the block runs where `t` fails (where it holds, after an `else:` that
+        returns); kept only for tests that call what may say a graph is being captured."""
+        body, orelse = capture.terminates(node.body), capture.terminates(node.orelse)
+        if body != orelse and self._candidates(node.test):
+            self.exits = self.exits + ((node.test, orelse),)
 
     def generic(self, node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
@@ -633,6 +710,7 @@ class FunctionContext:
         span, text = self.module.span(node), self.module.snippet(func)
         scope = self.scope_name if self.scope_name != self.qualname else ""
         self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope, self._passes(node)))
+        self.call_exits.append(self.exits)
 
     def _passes(self, node: ast.Call) -> tuple[tuple[int | str | None, Expr], ...]:
         """What a call passes, as guards read it: this function's own parameters, constants, anything else."""
@@ -729,6 +807,8 @@ class FunctionContext:
             return HOST
         if short[:1].isupper():
             return LAYER if not tensor_in else UNKNOWN
+        if tensor_in and not own:  # what another module's function returns is known across files only
+            self.borrowed[id(node)] = qual
         return TENSOR if tensor_in else UNKNOWN
 
     def _call_method(self, node: ast.Call, func: ast.Attribute, tensor_in: bool) -> int:
@@ -987,10 +1067,14 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
         findings = len(ctx.findings)
         ctx._run(rules, node)
         test = node.test
-        if len(ctx.findings) > findings and isinstance(node, ast.If) and isinstance(test, ast.BoolOp):
-            first = _first_tensor(ctx, test)
-            if first:  # `if a is None or a.all():` converts a tensor only when the operands before it do not decide
-                ctx.short_circuited(test, first, findings, len(ctx.calls))
+        if len(ctx.findings) > findings and isinstance(node, ast.If):
+            # `if a is None or a.all():` converts a tensor only when the operands before it do not decide, and
+            # `if n == 1 and (a is None or a.all()):` only when those of the operand that decides do not either
+            while isinstance(test, ast.BoolOp):
+                first = _first_tensor(ctx, test)
+                if first:
+                    ctx.short_circuited(test, first, findings, len(ctx.calls))
+                test = test.values[first]
     if isinstance(node, ast.While):
         ctx.body(node.body)
         ctx.body(node.orelse)

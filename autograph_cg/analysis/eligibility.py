@@ -504,7 +504,7 @@ class Package:
             result.absorb(Status.UNKNOWN, [_internal(function.qualname, function.error, module.path, function.line)], step, hard=True)
         off = self._off_conditions(module, function)
         for index, finding in enumerate(function.findings):
-            if not self.keep(finding.code):
+            if not self.keep(finding.code) or self._unfounded(function, index):
                 continue
             rule = RULES[finding.code]
             if rule.blocks:
@@ -519,6 +519,8 @@ class Package:
                 else:
                     result.absorb(Status.INELIGIBLE, [reason], step, hard=not waivable)
         for call in function.calls:
+            if call.cut and self._out_of_graphs(call.cut):
+                continue
             if not call.conditions:
                 self._call(context, owner, module, call, result, step, site)
                 continue
@@ -531,6 +533,40 @@ class Package:
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
+
+    def _unfounded(self, function: FunctionFacts, index: int) -> bool:
+        """A finding that is no hazard once other files are read: its code never runs while a graph captures, or
+        what it reads is a tensor only if another module's function returns one, and each is annotated not to."""
+        cut, assumed = function.cut(index), function.assumed(index)
+        return bool(cut) and self._out_of_graphs(cut) or bool(assumed) and all(self._host_result(q) for q in assumed)
+
+    def _out_of_graphs(self, cut: tuple[str, ...]) -> bool:
+        """Code that sits where these calls fail never runs inside a graph, when each is true while one captures."""
+        return all(self._capturing(qual, ()) for qual in cut)
+
+    def _capturing(self, qual: str, seen: tuple[str, ...]) -> bool:
+        """Whether a call of `qual` is true while a graph captures: a framework's query, or a package function
+        annotated to return a host value whose every `return` is an `or` with such a call (`capture.truthy_calls`)."""
+        if qual in fw.CAPTURE_QUERIES:
+            return True
+        found = self._module_function(qual) if qual not in seen else None
+        if found is None or not found.truthy:
+            return False
+        inner = seen + (qual,)
+        return all(any(self._capturing(q, inner) for q in calls) for calls in found.truthy)
+
+    def _host_result(self, qual: str) -> bool:
+        found = self._module_function(qual)
+        return found is not None and found.host_return
+
+    def _module_function(self, qual: str) -> FunctionFacts | None:
+        """The module function `qual` names, its file read by the result being computed."""
+        resolved = self.resolve(qual)
+        found = self.functions.get(resolved) if resolved is not None else None
+        if found is None:
+            return None
+        self.ledger.read(found[0].path)
+        return found[1]
 
     def _reach_ahead(self, module: str, scope: str) -> None:
         """Ask now for the files that the calls of a body not walked yet lead to, by their summaries: once walked,
@@ -851,7 +887,7 @@ class Package:
             module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
             off = self._off_conditions(module, function)
             for index, finding in enumerate(function.findings):
-                if self.keep(finding.code):
+                if self.keep(finding.code) and not self._unfounded(function, index):
                     condition = _condition_text(function, function.guard(index), off)
                     waived = condition and finding.code.startswith(_WAIVABLE) or not RULES[finding.code].blocks
                     kept_out = () if waived else guards.keep_out(function, function.guard(index))

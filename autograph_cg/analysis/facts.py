@@ -39,6 +39,9 @@ class CallRef:
     # what it passes, by position (int) or keyword (str; None for `**x`): ("n", p) the caller's parameter `p`
     # unchanged, ("c", value) a constant, ("?",) anything else, ("*",) `*xs` from that position on (for guards)
     passes: tuple[tuple[int | str | None, Expr], ...] = ()
+    # calls in the tests it sits under that, each true while a graph captures, keep it from running then
+    # (`analysis/capture.py`): it never runs in a graph if the verdict pass finds they are
+    cut: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,23 @@ class FunctionFacts:
     ops: int = 0  # tensor operations its body runs once through: about the kernels it launches itself
     conditions: tuple[Condition, ...] = ()  # the `if` tests code of this function sits under
     guards: tuple[tuple[int, ...], ...] = ()  # per finding, the conditions it sits under (empty: none at all)
+    # per finding, the calls whose truth while capturing keeps it out of a graph (see `CallRef.cut`)
+    cuts: tuple[tuple[str, ...], ...] = ()
+    # per finding, other modules' functions whose results alone make what it reads a tensor: if each returns a host
+    # value (its annotation says so), there is nothing to find
+    assumes: tuple[tuple[str, ...], ...] = ()
+    host_return: bool = False  # a module function annotated to return a host value (`-> bool`)
+    # a module function: per `return`, the calls whose truth makes it true (`capture.truthy_calls`)
+    truthy: tuple[tuple[str, ...], ...] = ()
 
     def guard(self, index: int) -> tuple[int, ...]:
         return self.guards[index] if index < len(self.guards) else ()
+
+    def cut(self, index: int) -> tuple[str, ...]:
+        return self.cuts[index] if index < len(self.cuts) else ()
+
+    def assumed(self, index: int) -> tuple[str, ...]:
+        return self.assumes[index] if index < len(self.assumes) else ()
 
 
 @dataclass(frozen=True)

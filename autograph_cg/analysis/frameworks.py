@@ -86,6 +86,14 @@ HOST_FUNCTIONS = frozenset(
         "Shard", "Replicate", "Partial",
     }
 )  # fmt: skip
+#: The frameworks' own "is a CUDA graph being captured on this stream" queries: true while a graph captures, so
+#: code under their negation never runs in one (`analysis/capture.py`).
+CAPTURE_QUERIES = frozenset(
+    {
+        "torch.cuda.is_current_stream_capturing", "torch.cuda.graphs.is_current_stream_capturing",
+        "paddle.device.is_current_stream_capturing", "paddle.base.core.is_cuda_graph_capturing",
+    }
+)  # fmt: skip
 #: Framework functions returning a sequence of tensors.
 SEQUENCE_FUNCTIONS = frozenset(
     {"split", "chunk", "unbind", "tensor_split", "meshgrid", "broadcast_tensors", "hsplit", "vsplit", "dsplit", "unstack"}

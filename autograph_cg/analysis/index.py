@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 from typing import Callable
 
+from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.context import FunctionContext, annotation_kind, param_kind
 from autograph_cg.analysis.failures import describe
@@ -76,7 +77,7 @@ def index_source(
         walker.walk_from_forward()
     classes = {name: builder.facts(walker) for name, builder in builders.items()}
     functions = {
-        name: walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False)
+        name: _returns(scope, node, walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False))
         for name, node in function_nodes.items()
     }
     facts = ModuleFacts(
@@ -192,6 +193,22 @@ class _ClassBuilder:
             skipped=_is_skipped(self.scope, self.node),
             error=self.error,
         )
+
+
+def _returns(scope: ModuleScope, node: ast.FunctionDef | ast.AsyncFunctionDef, facts: FunctionFacts) -> FunctionFacts:
+    """What other files may ask of a module function's result: annotated as a host value (`-> bool`), and then
+    the calls whose truth makes it true (a predicate that is true while capturing, `capture.truthy_calls`)."""
+    if annotation_kind(node.returns) != HOST:
+        return facts
+    local: dict[str, str] = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Import, ast.ImportFrom)):
+            local.update(scope.import_bindings(inner))
+
+    def qualify(expr: ast.expr) -> str | None:
+        return dotted_name(expr, lambda name: local.get(name) or scope.qualify_name(name))
+
+    return replace(facts, host_return=True, truthy=capture.truthy_calls(node, qualify))
 
 
 def _forward_aliases(init: ast.FunctionDef | ast.AsyncFunctionDef, methods: dict) -> tuple[str, ...]:

@@ -343,3 +343,17 @@ def test_sequence_functions_return_tensors(name: str):
         result = function(*args)
         assert isinstance(result, (list, tuple)) and all(isinstance(r, type(tensor)) for r in result), f"{label}.{name}"
     assert found, f"{name} is in no framework"
+
+
+@pytest.mark.parametrize("name", sorted(fw.CAPTURE_QUERIES))
+def test_capture_query_answers_false_outside_a_capture(name: str):
+    if not _installed(name):
+        pytest.skip(f"{name.split('.', 1)[0]} is not installed")
+    query = _resolve(name)
+    assert callable(query), f"{name} is not a function"
+    try:
+        answer = query()
+    except RuntimeError:  # a CPU build of torch has the query but no CUDA to ask
+        assert name.startswith("torch.") and not torch.cuda.is_available(), f"{name}() failed"
+        return
+    assert answer is False, f"{name}() says a graph is being captured where none is"

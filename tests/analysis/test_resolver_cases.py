@@ -12,8 +12,8 @@ from autograph_cg.api import Options, analyze
 from autograph_cg.config import Config
 
 SPELLING = {
-    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "List": "LayerList", "F": "paddle.nn.functional", "add": "add_sublayer", "sublayer": "sublayer"},
-    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "List": "ModuleList", "F": "torch.nn.functional", "add": "add_module", "sublayer": "module"},
+    "paddle": {"fw": "paddle", "nn": "paddle.nn", "Layer": "Layer", "List": "LayerList", "F": "paddle.nn.functional", "add": "add_sublayer", "sublayer": "sublayer", "capturing": "paddle.device.is_current_stream_capturing"},
+    "torch": {"fw": "torch", "nn": "torch.nn", "Layer": "Module", "List": "ModuleList", "F": "torch.nn.functional", "add": "add_module", "sublayer": "module", "capturing": "torch.cuda.is_current_stream_capturing"},
 }
 
 CLEAN = """import {fw}
@@ -1173,6 +1173,98 @@ class Flagged({Layer}):
         return x * 2
 """},
         {"m.Masked": "conditional", "m.Scaled": "conditional", "m.First": "ineligible", "m.Flagged": "conditional"},
+    ),
+    # a predicate that is true while a graph captures (the framework's query, or another module's function that
+    # returns it or-ed with others) keeps what sits under its negation, or after an exit it takes, out of the graph;
+    # a function of another module annotated to return a host value returns no tensor
+    "capture-predicates": (
+        {
+            "checks.py": """import {fw}
+
+
+def is_capturing() -> bool:
+    try:
+        return {capturing}()
+    except Exception:
+        return False
+
+
+def is_tracing(x=None) -> bool:
+    found = is_capturing() or {fw}.jit.is_scripting()
+    if x is not None:
+        found |= isinstance(x, int)
+    return found
+
+
+def is_scripted() -> bool:
+    return {fw}.jit.is_scripting()
+
+
+def all_of() -> bool:
+    return is_capturing() and is_scripted()
+
+
+def flag(x) -> bool:
+    return x is None
+
+
+def tensor_flag(x):
+    return x.sum() > 0
+""",
+            "m.py": """from {nn} import {Layer}
+
+from .checks import all_of, flag, is_scripted, is_tracing, tensor_flag
+
+
+def fast_all(x):
+    return x.sum() == x.numel()
+
+
+class Skipped({Layer}):
+    def forward(self, x):
+        if not is_tracing(x) and (x > 0).all():
+            return x
+        return x * 2
+
+
+class EarlyOut({Layer}):
+    def forward(self, x, n: int = 1, mask=None):
+        if mask is not None and is_tracing(mask):
+            return x * 2
+        if n == 1 and (mask is None or fast_all(mask)):
+            return x
+        return x * 3
+
+
+class NotCapture({Layer}):
+    def forward(self, x):
+        if not is_scripted() and (x > 0).all():
+            return x
+        return x * 2
+
+
+class Both({Layer}):
+    def forward(self, x):
+        if not all_of() and (x > 0).all():
+            return x
+        return x * 2
+
+
+class HostFlag({Layer}):
+    def forward(self, x):
+        if flag(x):
+            return x
+        return x * 2
+
+
+class TensorFlag({Layer}):
+    def forward(self, x):
+        if tensor_flag(x):
+            return x
+        return x * 2
+""",
+        },
+        {"m.Skipped": "eligible", "m.EarlyOut": "eligible", "m.NotCapture": "ineligible", "m.Both": "ineligible", "m.HostFlag": "eligible", "m.TensorFlag": "ineligible"},
     ),
     # a registry object read through an inherited `__getitem__` runs it with `self` the object's own class (its
     # table); a local table only a setter nobody calls fills is another configuration; when the default build finds

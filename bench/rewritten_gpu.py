@@ -9,7 +9,9 @@ plan that wrapped the root with ``compile`` would give), and ``reduce-overhead``
 under ``torch.compile(mode="reduce-overhead")``). Per variant: the
 training step and the inference call (median ms), the losses of the first steps against eager's, the
 eval output after `from_pretrained` of the checkpoint eager saved with `save_pretrained`, how many layers
-sit inside graphs, and the runtime's fallbacks.
+sit inside graphs, and the runtime's fallbacks. `--pass-use-cache-false`: every call passes `use_cache=False`, as
+training code that turns the cache off does (a decoder model's graph is guarded on it: left out, the library's
+decorator fills it from the config, so the wrapper cannot know it is off).
 
     python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--json out]
 """
@@ -51,7 +53,7 @@ def build(name: str) -> tuple[Any, Any, str]:
     return transformers.LlamaForCausalLM(cfg), "layers", "model"
 
 
-def worker(name: str, variant: str) -> dict[str, Any]:
+def worker(name: str, variant: str, no_cache: bool = False) -> dict[str, Any]:
     import torch
 
     import autograph_cg.runtime as runtime
@@ -86,9 +88,11 @@ def worker(name: str, variant: str) -> dict[str, Any]:
     step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
+    extra = {"use_cache": False} if no_cache else {}
+
     def train_step() -> float:
         opt.zero_grad(set_to_none=True)
-        out = step_model(input_ids=ids, labels=ids)
+        out = step_model(input_ids=ids, labels=ids, **extra)
         out.loss.backward()
         opt.step()
         return out.loss
@@ -107,7 +111,7 @@ def worker(name: str, variant: str) -> dict[str, Any]:
         for i in range(WARMUP + TIMED):
             torch.cuda.synchronize()
             start = time.perf_counter()
-            step_model(input_ids=ids)
+            step_model(input_ids=ids, **extra)
             torch.cuda.synchronize()
             infer.append(time.perf_counter() - start)
     stats = runtime.layer_stats()
@@ -125,13 +129,14 @@ def worker(name: str, variant: str) -> dict[str, Any]:
     }
 
 
-def run(rewritten: Path, models: list[str], variants: list[str], timeout: int) -> list[dict[str, Any]]:
+def run(rewritten: Path, models: list[str], variants: list[str], timeout: int, no_cache: bool = False) -> list[dict[str, Any]]:
     rows = []
     for name in models:
         for variant in variants:
             path = [str(rewritten)] if variant.startswith("rewritten") else []
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT), os.environ.get("PYTHONPATH", "")])}
-            proc = subprocess.run([sys.executable, __file__, "worker", name, variant], env=env, capture_output=True,
+            command = [sys.executable, __file__, "worker", name, variant] + (["no-cache"] if no_cache else [])
+            proc = subprocess.run(command, env=env, capture_output=True,
                                   text=True, timeout=timeout)
             lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
             if proc.returncode or not lines:
@@ -161,7 +166,7 @@ def summary(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "worker":
-        print(json.dumps(worker(argv[1], argv[2])), flush=True)
+        print(json.dumps(worker(argv[1], argv[2], argv[3:] == ["no-cache"])), flush=True)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rewritten", type=Path, required=True, help="the folder holding the rewritten transformers")
@@ -169,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--json", default="")
+    parser.add_argument("--pass-use-cache-false", action="store_true", help="every call passes use_cache=False")
     args = parser.parse_args(argv)
-    rows = run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout)
+    rows = run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout, args.pass_use_cache_false)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -15,6 +15,7 @@ from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
+from autograph_cg.analysis import guards
 from autograph_cg.analysis.guards import KWARGS, OTHER, SPREAD
 from autograph_cg.analysis.kinds import (
     BOOL_TENSOR,
@@ -34,6 +35,7 @@ from autograph_cg.analysis.scope import dotted_name
 
 if TYPE_CHECKING:
     from autograph_cg.analysis.resolver.summaries import Expr
+    from autograph_cg.analysis.verdicts import Guard
     from autograph_cg.analysis.resolver.summarize import Summarizer
     from autograph_cg.analysis.scope import ClassScope, ModuleScope
     from autograph_cg.rules.base import Rule
@@ -63,6 +65,10 @@ _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "d
 _LAYER_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "running_mean", "running_var", "_mean", "_variance"})
 #: What reading a tensor gives: its metadata or its own data.
 _TENSOR_READS = _TENSOR_ATTRIBUTES | fw.HOST_ATTRIBUTES
+
+
+#: Decorators that leave a method's arguments as the caller passed them.
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
 
 
 def _annotation_names(node: ast.expr) -> list[str]:
@@ -215,7 +221,7 @@ class FunctionContext:
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
         "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "tests", "exits", "finding_exits",
-        "call_exits", "borrowed", "assumes", "_calls_in",
+        "call_exits", "borrowed", "assumes", "_calls_in", "unless",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -236,6 +242,8 @@ class FunctionContext:
         self._test_depth = 0
         self.self_tests: list[tuple[str, ast.AST]] = []  # `if self.X:` tests, for per-call state checks
         self.params: set[str] = set()  # the function's parameters not rebound yet: what the caller passed
+        # parameters rebound only under tests of arguments: the alternatives keeping each rebinding out
+        self.unless: dict[str, tuple[Guard, ...]] = {}
         self.aliases: set[str] = set()  # locals bound to a part of such a parameter (`cache = past.layers[i]`)
         self.forward = False  # a layer's forward: its arguments are objects the caller owns
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
@@ -391,6 +399,7 @@ class FunctionContext:
             ops=self.ops,
             cuts=tuple(cuts) if any(cuts) else (),
             assumes=tuple(self.assumes) if any(self.assumes) else (),
+            decorated=any(not (isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS) for d in func.decorator_list),
         )
 
     def _cut(self, conditions: tuple[int, ...], exits: tuple[capture.Fact, ...]) -> tuple[str, ...]:
@@ -458,7 +467,11 @@ class FunctionContext:
         tested = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.params})
         tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
         expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
-        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors))
+        unless: tuple[Guard, ...] = ()
+        for name in tested:
+            if name in self.unless:
+                unless = guards.both(unless, self.unless[name]) if unless else self.unless[name]
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless))
         self.tests.append(test)
         return index
 
@@ -473,7 +486,13 @@ class FunctionContext:
         if count > 1:
             prefix = ast.copy_location(ast.BoolOp(op=node.op, values=values), node)
             prefix.end_lineno, prefix.end_col_offset = values[-1].end_lineno, values[-1].end_col_offset
-        index = self._condition(prefix, isinstance(node.op, ast.Or))
+        self.conditioned(prefix, isinstance(node.op, ast.Or), findings, calls)
+
+    def conditioned(self, test: ast.expr, negated: bool, findings: int, calls: int) -> None:
+        """The findings and calls recorded since `findings` and `calls` sit under `test` (where it fails, `negated`)."""
+        if len(self.findings) == findings and len(self.calls) == calls:
+            return
+        index = self._condition(test, negated)
         if index is None:
             return
         for at in range(findings, len(self.findings)):
@@ -481,6 +500,21 @@ class FunctionContext:
         for at in range(calls, len(self.calls)):
             call = self.calls[at]
             self.calls[at] = replace(call, conditions=call.conditions + (index,))
+
+    def _rebind(self, name: str) -> None:
+        """A parameter rebound under tests of arguments stays the caller's value where those tests keep the
+        rebinding out (`if use_cache and past is None: past = Cache()` leaves `past` the caller's where `use_cache` is
+        false); rebound anywhere else, it is the caller's no more."""
+        kept = guards.keep_out_of(self.conditions, self.active) if self.summarizer is not None else ()
+        if not kept:
+            self.params.discard(name)
+            self.unless.pop(name, None)
+            return
+        earlier = self.unless.get(name)
+        self.unless[name] = guards.both(earlier, kept) if earlier else kept
+        if not self.unless[name]:
+            self.params.discard(name)
+            del self.unless[name]
 
     def bind_params(self, args: ast.arguments, is_method: bool) -> None:
         positional = args.posonlyargs + args.args
@@ -565,7 +599,8 @@ class FunctionContext:
         if t is ast.Name:
             name = target.id  # type: ignore[attr-defined]
             self.env[name] = kind
-            self.params.discard(name)
+            if name in self.params:
+                self._rebind(name)
             self.aliases.discard(name)
             if value is not None and self.owned(value):
                 self.aliases.add(name)  # `cache = past.layers[i]`: mutating `cache` mutates the caller's object
@@ -728,9 +763,13 @@ class FunctionContext:
 
     def _passed(self, node: ast.expr) -> Expr:
         if isinstance(node, ast.Name) and node.id in self.params:
-            return ("n", node.id)
+            unless = self.unless.get(node.id)
+            return ("n", node.id, unless) if unless else ("n", node.id)
         if isinstance(node, ast.Constant) and isinstance(node.value, (type(None), bool, int, float, str)):
             return ("c", node.value)
+        if isinstance(node, ast.IfExp):  # either arm may be what is passed
+            arms = (self._passed(node.body), self._passed(node.orelse))
+            return OTHER if OTHER in arms else ("either", arms)
         return OTHER
 
     def _call_name(self, node: ast.Call, name: str, tensor_in: bool) -> int:
@@ -929,8 +968,15 @@ def _compare(ctx: FunctionContext, node: ast.Compare) -> int:
 
 
 def _ifexp(ctx: FunctionContext, node: ast.IfExp) -> int:
+    """Each arm runs under the test, as an `if`'s do (`past.get_seq_length() if past is not None else 0`); the
+    condition is recorded only for an arm that found or called something."""
     ctx.test(node.test)
-    return join(ctx.expr(node.body), ctx.expr(node.orelse))
+    kinds = []
+    for arm, negated in ((node.body, False), (node.orelse, True)):
+        findings, calls = len(ctx.findings), len(ctx.calls)
+        kinds.append(ctx.expr(arm))
+        ctx.conditioned(node.test, negated, findings, calls)
+    return join(kinds[0], kinds[1])
 
 
 def _sequence(ctx: FunctionContext, node: ast.Tuple | ast.List | ast.Set) -> int:

@@ -530,6 +530,10 @@ class Package:
             condition = _condition_text(function, call.conditions, off) if blocks and not found.hard else ""
             kept_out = guards.keep_out(function, call.conditions) if blocks and not condition else ()
             result.take(found.guarded_by(kept_out) if kept_out else found, None, condition, bind=same)
+        if function.decorated and result.guarded:
+            entries, result.guarded = list(result.guarded.values()), {}
+            for entry in entries:
+                result.keep_out(guards.strict(entry.alternatives), entry.status, entry.reasons, None, entry.hard)
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result

@@ -37,7 +37,9 @@ class CallRef:
     call: Expr | None = None  # "name" calls: the whole call (its arguments bind the function's parameters)
     scope: str = ""  # the resolver's scope of a call inside a closure ("f.<locals>.run"); "" for the function's own
     # what it passes, by position (int) or keyword (str; None for `**x`): ("n", p) the caller's parameter `p`
-    # unchanged, ("c", value) a constant, ("?",) anything else, ("*",) `*xs` from that position on (for guards)
+    # unchanged (("n", p, alternatives): unchanged where the alternatives keep the tests that rebind it out),
+    # ("c", value) a constant, ("either", (a, b)) the arms of a ternary, ("?",) anything else, ("*",) `*xs` from that
+    # position on (for guards)
     passes: tuple[tuple[int | str | None, Expr], ...] = ()
     # calls in the tests it sits under that, each true while a graph captures, keep it from running then
     # (`analysis/capture.py`): it never runs in a graph if the verdict pass finds they are
@@ -53,6 +55,9 @@ class Condition:
     negated: bool  # the `else` arm: the code runs when the test is false
     arguments: tuple[str, ...] = ()  # the function's parameters it tests, not rebound before it (for guards)
     tensors: tuple[str, ...] = ()  # those of them that are tensors there: only `is None` may test them
+    # where a parameter it tests was rebound before it under tests of arguments (`if use_cache and past is None:
+    # past = Cache()`): the alternatives keeping every such rebinding out, which its own guards need too
+    unless: tuple[Guard, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class FunctionFacts:
     # value (its annotation says so), there is nothing to find
     assumes: tuple[tuple[str, ...], ...] = ()
     host_return: bool = False  # a module function annotated to return a host value (`-> bool`)
+    decorated: bool = False  # a decorator wraps it: it may set what a caller leaves out (a guard is strict there)
     # a module function: per `return`, the calls whose truth makes it true (`capture.truthy_calls`)
     truthy: tuple[tuple[str, ...], ...] = ()
 

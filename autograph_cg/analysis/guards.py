@@ -17,16 +17,20 @@ the callee's default passes it), which the runtime checks in the call's keywords
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from autograph_cg.analysis.facts import Condition, FunctionFacts
 from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
 from autograph_cg.analysis.verdicts import Guard, Test
 
-#: What the runtime can test of one argument, bound to the wrapped forward's signature (defaults included).
-TESTS = ("is None", "is not None", "falsy", "truthy")
+#: What the runtime can test of one argument, bound to the wrapped forward's signature (defaults included);
+#: "passed false" needs the call to pass a false value other than None (a decorated forward may fill what is left
+#: out, `use_cache` from the config: its default says nothing of what the body gets).
+TESTS = ("is None", "is not None", "falsy", "truthy", "passed false")
 #: Pairs of tests no value passes both of.
-_CONFLICTS = frozenset({("is None", "is not None"), ("is None", "truthy"), ("falsy", "truthy")})
+_CONFLICTS = frozenset(
+    {("is None", "is not None"), ("is None", "truthy"), ("falsy", "truthy"), ("is None", "passed false"), ("passed false", "truthy")}
+)
 _MAX_ALTERNATIVES = 8
 _MAX_TESTS = 4
 #: What a call passes for a parameter, in `CallRef.passes`: anything that is neither the caller's own
@@ -49,12 +53,25 @@ def same(guard: Guard) -> Guard:
 def keep_out(function: FunctionFacts, conditions: Iterable[int]) -> tuple[Guard, ...]:
     """The alternatives that keep code under `conditions` (indexes into the function's) from running: any one
     condition failing does."""
+    return keep_out_of(function.conditions, conditions)
+
+
+def keep_out_of(recorded: Sequence[Condition], conditions: Iterable[int]) -> tuple[Guard, ...]:
+    """`keep_out` over the conditions a walk has recorded so far. A test of a parameter that code before it rebinds
+    under tests of its own (`if use_cache and past is None: past = Cache()`) holds of the caller's value only where
+    that rebinding is kept out too (`Condition.unless`)."""
     found: list[Guard] = []
     for index in conditions:
-        condition = function.conditions[index]
+        condition = recorded[index]
         if condition.arguments:
-            found.extend(_force(condition.expr, condition.negated, condition))
+            forced = _force(condition.expr, condition.negated, condition)
+            found.extend(both(tuple(forced), condition.unless) if condition.unless else forced)
     return few(found)
+
+
+def both(first: tuple[Guard, ...], second: tuple[Guard, ...]) -> tuple[Guard, ...]:
+    """Alternatives that keep out what `first` keeps out and what `second` does: one of each, together."""
+    return few(g for a in first for b in second if (g := _join(a, b)) is not None)
 
 
 def _force(expr: Expr, want: bool, condition: Condition) -> list[Guard]:
@@ -103,6 +120,8 @@ def holds(kind: str, value: object) -> bool:
         return value is None
     if kind == "is not None":
         return value is not None
+    if kind == "passed false":
+        return value is not None and not value
     return bool(value) == (kind == "truthy")
 
 
@@ -138,23 +157,46 @@ def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summar
     some test is not carried (the caller passes something else, or a constant that fails it). A test reaching the
     callee's parameter through the caller's `**kwargs` is carried only when the callee's default passes it, for the
     keyword left out gets that default."""
-    out: list[Test] = []
+    out: set[Test] = set()
+    unless: list[tuple[Guard, ...]] = []
     for name, kind in guard:
         value = passed(passes, summary, name)
         if value == ABSENT:
             continue  # the test was carried up to this callee's keywords only where absence passes it
         if value[0] == "k" and name in summary.params and not _holds_at_default(summary, name, kind):
             return None
-        if value[0] in ("n", "k"):
-            out.append((value[1], kind))
-        elif value[0] != "c" or not holds(kind, value[1]):
+        if not _carry(value, kind, out, unless):
             return None
-    return tuple(sorted(set(out))) if out else True
+    for alternatives in unless:
+        pick = next((a for a in alternatives if consistent(out | set(a))), None)
+        if pick is None:
+            return None
+        out |= set(pick)
+    return tuple(sorted(out)) if out else True
+
+
+def _carry(value: Expr, kind: str, out: set[Test], unless: list[tuple[Guard, ...]]) -> bool:
+    """Add to `out` what makes test `kind` hold of what a call passes (and to `unless` what keeps a rebinding of
+    it out); False when nothing the caller can test does."""
+    if value[0] == "either":  # `past if not training else None`: the test must hold of both
+        return all(_carry(arm, kind, out, unless) for arm in value[1])
+    if value[0] in ("n", "k"):
+        out.add((value[1], kind))
+        if len(value) > 2:  # ("n", p, alternatives): the caller's parameter where its rebinding is kept out
+            unless.append(value[2])
+        return True
+    return value[0] == "c" and holds(kind, value[1])
 
 
 def _holds_at_default(summary: ScopeSummary, name: str, kind: str) -> bool:
     default = summary.defaults.get(name)
-    return default is not None and default[0] == "c" and holds(kind, default[1])
+    return kind != "passed false" and default is not None and default[0] == "c" and holds(kind, default[1])
+
+
+def strict(alternatives: tuple[Guard, ...]) -> tuple[Guard, ...]:
+    """The alternatives of a decorated function's hazards, as its callers must meet them: the decorator may set a
+    flag the caller leaves out (or passes as None), so a test that it is false asks for a false value passed."""
+    return few(tuple(sorted((n, "passed false" if k == "falsy" else k) for n, k in g)) for g in alternatives)
 
 
 def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:

@@ -52,7 +52,7 @@ STATUS_DOCS = {
 
 def render_guard(guard: Guard) -> str:
     """`past_key_values is None and not use_cache`: a guard as the code would test it."""
-    words = {"is None": "{} is None", "is not None": "{} is not None", "falsy": "not {}", "truthy": "{}"}
+    words = {"is None": "{} is None", "is not None": "{} is not None", "falsy": "not {}", "truthy": "{}", "passed false": "{}=False passed"}
     return " and ".join(words[kind].format(name) for name, kind in guard)
 
 

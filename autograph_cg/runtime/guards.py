@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 _HOST = (bool, int, float, complex, str, bytes, type(None))
 _MISSING = object()
+_REQUIRED = object()  # the default of a test that a value left out fails
 
 
 def _flag(value: Any) -> bool | None:
@@ -26,7 +27,11 @@ TESTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "is not None": (lambda v: v is not None, "is None"),
     "falsy": (lambda v: _flag(v) is False, "is not false"),
     "truthy": (lambda v: _flag(v) is True, "is not true"),
+    # a decorated forward may fill what is left out (or passed as None): only a false value passed counts
+    "passed false": (lambda v: v is not None and _flag(v) is False, "is not passed as false"),
 }
+#: Tests that a value left at its default fails, whatever the default.
+_PASSED_ONLY = frozenset({"passed false"})
 
 
 class Guard:
@@ -48,12 +53,13 @@ class Guard:
         for name, test in tests:
             param = signature.parameters.get(name)
             if param is None and keywords:
-                checks.append((name, None, _MISSING, TESTS[test][0], f"guard: {name} {TESTS[test][1]}"))
+                absent = _REQUIRED if test in _PASSED_ONLY else _MISSING
+                checks.append((name, None, absent, TESTS[test][0], f"guard: {name} {TESTS[test][1]}"))
                 continue
             if param is None or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"guard {name!r}: forward{signature} has no parameter of that name")
             position = positional.index(name) if name in positional else None
-            default = _MISSING if param.default is param.empty else param.default
+            default = _REQUIRED if test in _PASSED_ONLY else _MISSING if param.default is param.empty else param.default
             accept, failed = TESTS[test]
             checks.append((name, position, default, accept, f"guard: {name} {failed}"))
         self.checks = tuple(checks)
@@ -65,6 +71,8 @@ class Guard:
                 value = kwargs[name]
             elif position is not None and position < len(args):
                 value = args[position]
+            elif default is _REQUIRED:
+                return failed
             elif default is not _MISSING:
                 value = default
             else:

@@ -1362,7 +1362,9 @@ class Unfilled({Layer}):
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
     # tested branch blocks
     "argument-guards": (
-        {"m.py": """import {fw}
+        {"m.py": """import functools
+
+import {fw}
 from {nn} import {Layer}, Linear
 
 
@@ -1484,10 +1486,80 @@ class Named({Layer}):
 
     def forward(self, x, past_key_values=None, **kwargs):
         return self.attn(x, **kwargs)
+
+
+class Cache:
+    def update(self, q, i):
+        return q
+
+
+def config_defaults(forward):
+    @functools.wraps(forward)
+    def wrapper(self, *args, **kwargs):
+        if kwargs.get("use_cache") is None:
+            kwargs["use_cache"] = True
+        return forward(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Created({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None, use_cache=False):
+        if use_cache and past_key_values is None:
+            past_key_values = Cache()
+        return self.attn(x, past_key_values=past_key_values)
+
+
+class Decorated({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    @config_defaults
+    def forward(self, x, past_key_values=None, use_cache=None):
+        if use_cache:
+            if past_key_values is None:
+                past_key_values = Cache()
+        return self.attn(x, past_key_values=past_key_values)
+
+
+class Heads({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.model = Decorated()
+
+    def forward(self, x, use_cache=None):
+        return self.model(x, use_cache=use_cache)
+
+
+class Checkpointed({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None):
+        return self.attn(x, past_key_values=past_key_values if not self.training else None)
+
+
+class Unguarded({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None, use_cache=False):
+        if past_key_values is None:
+            past_key_values = Cache()
+        return self.attn(x, past_key_values=past_key_values)
 """},
         {"m.Attention": "conditional", "m.Block": "conditional", "m.Positional": "conditional", "m.NoCache": "eligible",
          "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional",
-         "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible"},
+         "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible",
+         "m.Created": "conditional", "m.Decorated": "conditional", "m.Heads": "conditional", "m.Unguarded": "ineligible",
+         "m.Checkpointed": "conditional"},
     ),
     # `__init__` makes one of its methods the instance's forward: any of them may run
     "forward-chosen-in-init": (
@@ -1848,6 +1920,12 @@ def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path
     assert guards["NoCache"] == guards["Rebound"] == guards["Outside"] == guards["Filled"] == guards["Named"] == ()
     # handed on through `**kwargs` untouched, the cache is a keyword of the call: guarded there
     assert guards["Handed"] == guards["HandedTwice"] == (("past_key_values", "is None"),)
+    # a cache the forward creates under a flag: the argument stays the caller's where the flag is off; a decorator
+    # may fill the flag when the caller leaves it out, so there (and in its callers) only a false value passed counts
+    assert guards["Created"] == (("past_key_values", "is None"), ("use_cache", "falsy"))
+    assert guards["Decorated"] == (("past_key_values", "is None"), ("use_cache", "passed false"))
+    assert guards["Heads"] == (("use_cache", "passed false"),)
+    assert guards["Checkpointed"] == (("past_key_values", "is None"),)  # either arm of what it passes
     block = verdicts["pkg.m.Block"]
     assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]
     assert "kept out by the guard `past_key_values is None`" in block.reasons[0].render()

@@ -49,6 +49,23 @@ def test_a_guard_on_a_name_handed_on_through_kwargs_reads_the_calls_keywords(fw)
     assert stats["forward_replays"] == 2 and stats["fallbacks"] == {"guard: cache is not None": 1}
 
 
+def test_a_flag_a_decorator_may_fill_replays_only_when_passed_false(cpu_fw):
+    """"passed false": a value left out or passed as None fails (a decorated forward may fill it), False passes."""
+    fw = cpu_fw
+    ref = fw.build("Cached", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, guard={"cache": "is None", "use_cache": "passed false"})
+    for call in (lambda m, x: m(x), lambda m, x: m(x, None, None), lambda m, x: m(x, use_cache=None)):
+        x = randn(B, D)
+        assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+    for call in (lambda m, x: m(x, use_cache=False), lambda m, x: m(x, None, False), lambda m, x: m(x, use_cache=0)):
+        for _ in range(2):
+            x = randn(B, D)
+            assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+    stats = stats_of(wrapped)
+    assert stats["fallbacks"] == {"guard: use_cache is not passed as false": 3}
+    assert stats["forward_replays"] > 0 and stats["disabled_reason"] is None
+
+
 def test_a_guard_names_parameters_of_the_forward(fw):
     with pytest.raises(TypeError, match="no parameter of that name"):
         fw.wrap(fw.build("Cached", D), guard={"past": "is None"})

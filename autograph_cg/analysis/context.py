@@ -298,7 +298,9 @@ class FunctionContext:
         return name not in self.env and self.module.is_global_variable(name)
 
     def is_argument(self, name: str) -> bool:
-        return self.forward and (name in self.params or name in self.aliases)
+        """Whether `name` holds the caller's object: a parameter (rebound under tests only to a part of itself,
+        `past = past.self_attention_cache`; after `if x is None: x = []` it may be a fresh object, as before)."""
+        return self.forward and (name in self.params and name not in self.unless or name in self.aliases)
 
     def owned(self, node: ast.expr) -> str | None:
         """The argument of forward whose object `node` is, or a part of (`past.layers[i]`, `past if c else None`):
@@ -599,10 +601,12 @@ class FunctionContext:
         if t is ast.Name:
             name = target.id  # type: ignore[attr-defined]
             self.env[name] = kind
+            part = False  # rebound under tests to a part of itself (`past = past.self_attention_cache`)
             if name in self.params:
+                part = value is not None and self.owned(value) is not None
                 self._rebind(name)
             self.aliases.discard(name)
-            if value is not None and self.owned(value):
+            if part and name in self.unless or value is not None and self.owned(value):
                 self.aliases.add(name)  # `cache = past.layers[i]`: mutating `cache` mutates the caller's object
             self.origins.pop(name, None)
             self.local_imports.pop(name, None)

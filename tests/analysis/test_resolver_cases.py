@@ -1545,6 +1545,31 @@ class Checkpointed({Layer}):
         return self.attn(x, past_key_values=past_key_values if not self.training else None)
 
 
+class Parted({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.q = Linear(4, 4)
+
+    def forward(self, x, past_key_values=None):
+        q = self.q(x)
+        if past_key_values is not None:
+            past_key_values = past_key_values.self_attention_cache
+            q = past_key_values.update(q, 0)
+        return q
+
+
+class Gathered({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.q = Linear(4, 4)
+
+    def forward(self, x, children=None):
+        if children is None:
+            children = []
+        children.append(self.q(x))
+        return children[-1]
+
+
 class Unguarded({Layer}):
     def __init__(self):
         super().__init__()
@@ -1559,7 +1584,7 @@ class Unguarded({Layer}):
          "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional",
          "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible",
          "m.Created": "conditional", "m.Decorated": "conditional", "m.Heads": "conditional", "m.Unguarded": "ineligible",
-         "m.Checkpointed": "conditional"},
+         "m.Checkpointed": "conditional", "m.Parted": "conditional", "m.Gathered": "eligible"},
     ),
     # `__init__` makes one of its methods the instance's forward: any of them may run
     "forward-chosen-in-init": (
@@ -1926,6 +1951,7 @@ def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path
     assert guards["Decorated"] == (("past_key_values", "is None"), ("use_cache", "passed false"))
     assert guards["Heads"] == (("use_cache", "passed false"),)
     assert guards["Checkpointed"] == (("past_key_values", "is None"),)  # either arm of what it passes
+    assert guards["Parted"] == (("past_key_values", "is None"),)  # a part of the caller's cache is the caller's
     block = verdicts["pkg.m.Block"]
     assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]
     assert "kept out by the guard `past_key_values is None`" in block.reasons[0].render()

@@ -113,6 +113,7 @@ class Runner:
         self._uncompiled = plain
         self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
+        self.eager_depth = 0  # calls of this layer running eagerly now: the wrapped layers inside serve graphs then
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
         self.backend = options.backend
@@ -150,8 +151,9 @@ class Runner:
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         ops = self.ops
         outer = self.outer
-        if _CAPTURE.depth or (outer is not None and outer.stats.disabled_reason is None):
+        if _CAPTURE.depth or (outer is not None and outer.stats.disabled_reason is None and not outer.eager_depth):
             # inside another wrapped layer (or its capture): part of its graph, unless that one runs eagerly
+            # (for good, or for this call: a guard it failed, an argument it cannot take)
             self.stats.nested_calls += 1
             return self.plain(*args, **kwargs)
         reason = settings.disabled_by_env()
@@ -160,7 +162,7 @@ class Runner:
             return self._eager(args, kwargs, f"disabled by {reason}")
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
-            return self._run_eagerly(args, kwargs)
+            return self._run_eagerly(args, kwargs)  # the layers inside see `disabled_reason`
         if ops.saved_tensor_hooks():
             # Hooks that pack what autograd saves (activation checkpointing without reentry, offloading)
             # would pack the graph's static memory; the call runs as it would unwrapped.
@@ -250,9 +252,15 @@ class Runner:
         return chain
 
     def _eager(self, args: tuple, kwargs: dict, reason: str, detail: str = "") -> Any:
+        """This call runs eagerly, with its reason; the wrapped layers inside it serve their own graphs meanwhile
+        (a root whose guard fails keeps its blocks' graphs)."""
         self.stats.eager_calls += 1
         self.stats.fallback(reason, detail)
-        return self._run_eagerly(args, kwargs)
+        self.eager_depth += 1
+        try:
+            return self._run_eagerly(args, kwargs)
+        finally:
+            self.eager_depth -= 1
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
         with self.ops.layer_context():

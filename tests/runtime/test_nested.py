@@ -61,6 +61,28 @@ def test_an_inner_wrapper_graphs_itself_once_its_outer_one_falls_back(fw):
     assert stats_of(inner)["captures"] == 1 and stats_of(inner)["forward_replays"] >= 1
 
 
+def test_an_inner_wrapper_serves_its_graphs_while_its_outer_one_fails_a_guard(fw):
+    """A root planned under a guard (a decoder model: `use_cache=False` passed) keeps its blocks' graphs for the
+    calls that fail it, and covers them with its own graph for the calls that pass it."""
+    ref = fw.build("Handing", D)
+    twin = fw.twin(ref)
+    inner = fw.wrap(twin.inner, num_warmup_steps=1)
+    outer = fw.wrap(twin, num_warmup_steps=1, guard={"use_cache": "passed false"})
+    ref.eval()
+    outer.eval()
+    for step in range(4):  # `use_cache` left out: the outer layer runs eagerly, the inner one replays
+        x = randn(B, D)
+        assert close(fw.numpy(outer(fw.tensor(x))), fw.numpy(ref(fw.tensor(x))), fw.atol), step
+    assert stats_of(outer)["fallbacks"] == {"guard: use_cache is not passed as false": 4}
+    assert stats_of(inner)["captures"] == 1 and stats_of(inner)["forward_replays"] >= 2
+    nested = stats_of(inner)["nested_calls"]
+    for step in range(3):  # passed: the outer graph, the inner layer inside it
+        x = randn(B, D)
+        assert close(fw.numpy(outer(fw.tensor(x), use_cache=False)), fw.numpy(ref(fw.tensor(x), use_cache=False)), fw.atol)
+    assert stats_of(outer)["captures"] == 1 and stats_of(outer)["forward_replays"] >= 1
+    assert stats_of(inner)["nested_calls"] > nested
+
+
 _AFTER_FAILED_OUTER = textwrap.dedent(
     """
     import gc

@@ -519,13 +519,13 @@ class Package:
                 else:
                     result.absorb(Status.INELIGIBLE, [reason], step, hard=not waivable)
         for call in function.calls:
-            if call.cut and self._out_of_graphs(call.cut):
-                continue
-            if not call.conditions:
+            if not call.conditions and not call.cut:
                 self._call(context, owner, module, call, result, step, site)
                 continue
             found = _Result()  # whether its conditions are off by default matters only if the call fails
             self._call(context, owner, module, call, found, step, site)
+            if call.cut and not found.hard and not any(e.hard for e in found.guarded.values()) and self._out_of_graphs(call.cut):
+                continue  # the library skips it while capturing; a side effect skipped would make a replay differ
             blocks = found.status in (Status.INELIGIBLE, Status.UNKNOWN)
             condition = _condition_text(function, call.conditions, off) if blocks and not found.hard else ""
             kept_out = guards.keep_out(function, call.conditions) if blocks and not condition else ()
@@ -539,10 +539,13 @@ class Package:
         return result
 
     def _unfounded(self, function: FunctionFacts, index: int) -> bool:
-        """A finding that is no hazard once other files are read: its code never runs while a graph captures, or
+        """A finding that is no hazard once other files are read: a host read, shape or branch whose code never
+        runs while a graph captures (a side effect skipped there would make a replay differ from eager: it stays), or
         what it reads is a tensor only if another module's function returns one, and each is annotated not to."""
         cut, assumed = function.cut(index), function.assumed(index)
-        return bool(cut) and self._out_of_graphs(cut) or bool(assumed) and all(self._host_result(q) for q in assumed)
+        if cut and function.findings[index].code.startswith(_WAIVABLE) and self._out_of_graphs(cut):
+            return True
+        return bool(assumed) and all(self._host_result(q) for q in assumed)
 
     def _out_of_graphs(self, cut: tuple[str, ...]) -> bool:
         """Code that sits where these calls fail never runs inside a graph, when each is true while one captures."""

@@ -1175,8 +1175,9 @@ class Flagged({Layer}):
         {"m.Masked": "conditional", "m.Scaled": "conditional", "m.First": "ineligible", "m.Flagged": "conditional"},
     ),
     # a predicate that is true while a graph captures (the framework's query, or another module's function that
-    # returns it or-ed with others) keeps what sits under its negation, or after an exit it takes, out of the graph;
-    # a function of another module annotated to return a host value returns no tensor
+    # returns it or-ed with others) keeps what sits under its negation, or after an exit it takes, out of the graph
+    # (a host read there is no hazard; a side effect stays one: a replay would skip it where eager does not); a
+    # function of another module annotated to return a host value returns no tensor
     "capture-predicates": (
         {
             "checks.py": """import {fw}
@@ -1250,6 +1251,17 @@ class Both({Layer}):
         return x * 2
 
 
+class Counted({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def forward(self, x):
+        if not is_tracing(x):
+            self.calls.append(1)
+        return x * 2
+
+
 class HostFlag({Layer}):
     def forward(self, x):
         if flag(x):
@@ -1264,7 +1276,7 @@ class TensorFlag({Layer}):
         return x * 2
 """,
         },
-        {"m.Skipped": "eligible", "m.EarlyOut": "eligible", "m.NotCapture": "ineligible", "m.Both": "ineligible", "m.HostFlag": "eligible", "m.TensorFlag": "ineligible"},
+        {"m.Skipped": "eligible", "m.EarlyOut": "eligible", "m.Counted": "ineligible", "m.NotCapture": "ineligible", "m.Both": "ineligible", "m.HostFlag": "eligible", "m.TensorFlag": "ineligible"},
     ),
     # a registry object read through an inherited `__getitem__` runs it with `self` the object's own class (its
     # table); a local table only a setter nobody calls fills is another configuration; when the default build finds

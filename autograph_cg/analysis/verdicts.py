@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-#: A test on one argument of forward: (parameter, "is None" | "is not None" | "falsy" | "truthy").
+#: A test on one argument of forward: (parameter, "is None" | "is not None" | "falsy" | "truthy" | "passed false").
 Test = tuple[str, str]
 #: Tests that must all hold, sorted: while they do, the hazards they keep out cannot run.
 Guard = tuple[Test, ...]

@@ -51,6 +51,7 @@ CACHE_FILE = f"facts-{BUILD}.pickle"
 #: build are removed when this one writes
 _OUR_FILES = ("facts-*.pickle", "results-*.pickle", "solved-*.pickle")
 _POOL_THRESHOLD = 24  # below this many files, a pool costs more than it saves
+_AHEAD_BATCH = 8  # files asked for ahead, handed to the pool together
 
 
 class ProgressSink(Protocol):
@@ -81,20 +82,33 @@ def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool 
         return SourceError(path, message("", describe(exc)), internal=True)
 
 
+_frozen = False  # this process froze the heap it inherited (`freeze_inherited`)
+
+
+def freeze_inherited() -> None:
+    """A forked pool worker's initializer: the heap it inherits is frozen, so its collector never walks the parent's
+    objects (nor copies their pages by touching them). Recorded for `paused_gc`, which must not unfreeze it: asking
+    Python how many objects are frozen counts them one by one (4 ms in a worker of `rewrite`, asked for each file it
+    edited: 3 s of CPU on transformers)."""
+    global _frozen
+    gc.freeze()
+    _frozen = True
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """The analysis builds millions of long-lived objects (facts, values, memos) and little cyclic garbage: the
     collector's full passes over them cost a tenth of a run and free almost nothing. Restored after, with what was
     made meanwhile moved to the oldest generation unexamined: re-enabled as it was, the collector's next pass would
-    walk every one of them at once (2 s after a warm run of a large package, for nothing). A process that froze
-    its heap (a pool worker, for the heap it inherited) keeps it frozen: unfreezing would hand it to the collector."""
+    walk every one of them at once (2 s after a warm run of a large package, for nothing). A pool worker that froze the
+    heap it inherited (`freeze_inherited`) keeps it frozen: unfreezing would hand it to the collector."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if not gc.get_freeze_count():
+            if not _frozen:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
@@ -188,16 +202,18 @@ def _save_pickle(folder: Path, name: str, value: object) -> None:
 
 class FactsCache:
     """Facts per file, keyed by path and module, valid while the file's stamp is unchanged. Each entry is kept
-    pickled: loading the cache reads bytes, and only the files asked for are unpickled."""
+    pickled, with whether its facts are complete (every body walked): loading the cache reads bytes, and only the
+    files asked for are unpickled."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self.entries: dict[str, tuple[Stamp, bytes]] = _load_pickle(folder, CACHE_FILE) or {}
+        self.entries: dict[str, tuple[Stamp, bytes, bool]] = _load_pickle(folder, CACHE_FILE) or {}
         self.dirty = False
 
-    def get(self, key: str, stamp: Stamp) -> ModuleFacts | None:
+    def get(self, key: str, stamp: Stamp, deep: bool | None = None) -> ModuleFacts | None:
+        """The facts cached for `key` at `stamp`; with `deep=True`, only complete ones (others are not unpickled)."""
         hit = self.entries.get(key)
-        if hit is None or hit[0] != stamp or not isinstance(hit[1], bytes):
+        if hit is None or hit[0] != stamp or not isinstance(hit[1], bytes) or (deep and not hit[2]):
             return None
         try:
             facts = pickle.loads(hit[1])
@@ -205,9 +221,14 @@ class FactsCache:
             return None  # a damaged entry is a miss
         return facts if isinstance(facts, ModuleFacts) else None
 
-    def put(self, key: str, stamp: Stamp, facts: bytes) -> None:
-        """`facts`: a `ModuleFacts` pickled, as the index workers return it."""
-        self.entries[key] = (stamp, facts)
+    def complete(self, key: str, stamp: Stamp) -> bool:
+        """Whether complete facts are cached for `key` at `stamp`, without unpickling them."""
+        hit = self.entries.get(key)
+        return hit is not None and hit[0] == stamp and hit[2]
+
+    def put(self, key: str, stamp: Stamp, facts: bytes, complete: bool) -> None:
+        """`facts`: a `ModuleFacts` pickled, as the index workers return it; `complete`: its `complete`."""
+        self.entries[key] = (stamp, facts, complete)
         self.dirty = True
 
     def save(self, keep: Iterable[str]) -> None:
@@ -269,7 +290,9 @@ class SolvedStore(_Keyed):
 
 class Indexer:
     """One run's indexing: facts from the cache, the misses in a process pool that stays up for the run. Files a
-    later round needs deeply can be asked for `ahead` while the main process judges; the other cores index them.
+    later round needs deeply can be asked for `ahead` while the main process judges; the other cores index them,
+    `_AHEAD_BATCH` at a time: each hand-over to the pool cost the main thread a millisecond or more (its management
+    thread takes the interpreter lock), 1-4 s for transformers' 979 files asked for one by one.
 
     Use as a context manager (the pool is shut down on leaving). The caller saves the cache once its run is over."""
 
@@ -279,7 +302,8 @@ class Indexer:
         self.progress = progress
         self._pool: ProcessPoolExecutor | None = None
         self._files: dict[str, Stamped] = {}
-        self._ahead: dict[str, Future] = {}  # path -> its deep index, asked for ahead
+        self._ahead: dict[str, tuple[Future, int]] = {}  # path -> the deep index of its batch, asked for ahead; its place
+        self._pending: list[Job] = []  # asked for ahead, to be handed over with the next batch
 
     def __enter__(self) -> "Indexer":
         return self
@@ -299,11 +323,13 @@ class Indexer:
         miss_keys: list[tuple[str, Stamp]] = []
         if progress is not None:
             progress.start(len(stamped))
-        taken: list[tuple[str, Stamp, Future]] = []  # indexed ahead
+        taken: list[tuple[str, Stamp, tuple[Future, int]]] = []  # indexed ahead
+        if deep:
+            self._pending.clear()  # not handed over yet: indexed with the other misses
         for source, key, stamp in stamped:
             self._files[source.path] = (source, key, stamp)
-            hit = self.cache.get(key, stamp)
-            if hit is not None and (hit.complete or not deep):
+            hit = self.cache.get(key, stamp, deep)
+            if hit is not None:
                 facts.append(hit)
                 continue
             ahead = self._ahead.pop(source.path, None) if deep else None
@@ -316,16 +342,16 @@ class Indexer:
             progress.advance(len(facts))
         pool = self._pool_for(len(misses))
         results = _in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress)
-        for key, stamp, ahead in taken:
+        for key, stamp, (batch, place) in taken:
             miss_keys.append((key, stamp))
-            results.extend(ahead.result())
+            results.append(batch.result()[place])
         with paused_gc():  # unpickling makes many objects and no garbage
             for (key, stamp), result in zip(miss_keys, results, strict=True):
                 if isinstance(result, SourceError):
                     errors.append(result)
                 else:
                     facts.append(pickle.loads(result))
-                    self.cache.put(key, stamp, result)
+                    self.cache.put(key, stamp, result, facts[-1].complete)
         if progress is not None:
             progress.finish()
         facts.sort(key=lambda m: m.path)
@@ -333,14 +359,20 @@ class Indexer:
         return facts, errors
 
     def ahead(self, path: str) -> None:
-        """Start indexing `path` deeply now, on another core, if a pool is up (a later `index(deep=True)` takes it)."""
+        """Index `path` deeply on another core, if a pool is up, with the next batch (a later `index(deep=True)`
+        takes it, or indexes it with its other misses while its batch is not full)."""
         if self._pool is None or path in self._ahead or path not in self._files:
             return
         source, key, stamp = self._files[path]
-        hit = self.cache.get(key, stamp)
-        if hit is not None and hit.complete:
+        if self.cache.complete(key, stamp) or any(job[0] == path for job in self._pending):
             return
-        self._ahead[path] = self._pool.submit(_index_batch, [_job(source, True)])
+        self._pending.append(_job(source, True))
+        if len(self._pending) < _AHEAD_BATCH:
+            return
+        batch = self._pool.submit(_index_batch, self._pending)
+        for place, job in enumerate(self._pending):
+            self._ahead[job[0]] = (batch, place)
+        self._pending = []
 
     def _pool_for(self, misses: int) -> ProcessPoolExecutor | None:
         """The run's pool, started when a pass has enough files to pay for it."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import gc
 import io
 import multiprocessing
 import os
@@ -22,7 +21,7 @@ from multiprocessing.connection import Connection
 
 from autograph_cg.analysis.failures import describe, message
 from autograph_cg.analysis.plan import WrapSite
-from autograph_cg.analysis.runner import paused_gc
+from autograph_cg.analysis.runner import freeze_inherited, paused_gc
 from autograph_cg.findings import SourceError
 from autograph_cg.rewrite import atomic
 from autograph_cg.rewrite.imports import ImportConflict, add_import, has_runtime_import, remove_import
@@ -147,10 +146,9 @@ _POOL_THRESHOLD = 4  # below this many files, starting processes costs more than
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
-    """Worker processes for the edits. A forked worker freezes the heap it inherits: its collector never walks the
-    parent's objects (nor copies their pages by touching them)."""
+    """Worker processes for the edits, each freezing the heap it inherits (`freeze_inherited`)."""
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.freeze)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=freeze_inherited)
 
 
 def _run(report: RewriteReport, tasks: list[tuple[str, Edit]], write: bool, diff: bool, jobs: int | None, pool: EditPool | None = None) -> None:

@@ -114,8 +114,8 @@ def test_a_damaged_cache_entry_is_indexed_afresh(tmp_path):
     analyze([str(src)], Options(cache_dir=str(cache)))
     facts = cache / runner.CACHE_FILE
     entries = pickle.loads(facts.read_bytes())
-    assert entries and all(isinstance(blob, bytes) for _, blob in entries.values())  # stored pickled, read on demand
-    facts.write_bytes(pickle.dumps({key: (stamp, blob[: len(blob) // 2]) for key, (stamp, blob) in entries.items()}))
+    assert entries and all(isinstance(blob, bytes) for _, blob, _ in entries.values())  # stored pickled, read on demand
+    facts.write_bytes(pickle.dumps({key: (stamp, blob[: len(blob) // 2], complete) for key, (stamp, blob, complete) in entries.items()}))
     for stale in cache.glob("results-*.pickle"):
         stale.unlink()
     again = analyze([str(src)], Options(cache_dir=str(cache)))

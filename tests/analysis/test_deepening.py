@@ -102,6 +102,7 @@ def test_each_file_found_shallow_is_announced_once_as_soon_as_found() -> None:
 
 
 def test_a_file_asked_for_ahead_is_indexed_deeply_on_the_pool_and_taken_by_the_next_round(tmp_path) -> None:
+    from autograph_cg.analysis import runner
     from autograph_cg.analysis.runner import FactsCache, Indexer, stamp_files
     from autograph_cg.sources import discover
 
@@ -111,19 +112,25 @@ def test_a_file_asked_for_ahead_is_indexed_deeply_on_the_pool_and_taken_by_the_n
     (pkg / "model.py").write_text(MODEL)
     (pkg / "helpers.py").write_text(HELPERS)
     for i in range(30):  # enough files for a pool of two
-        (pkg / f"filler{i}.py").write_text(f"def f{i}(x):\n    return x\n")
+        (pkg / f"filler{i}.py").write_text(f"def f{i}(x):\n    return x\n" + (f"\nclass C{i}:\n    def g(self):\n        pass\n" if i < 10 else ""))
     sources, _ = discover([str(pkg)], (), False)
     stamped, _ = stamp_files(sources)
     helpers = next(s for s in stamped if s[0].path.endswith("helpers.py"))
+    fillers = [s for s in stamped if any(s[0].path.endswith(f"filler{i}.py") for i in range(runner._AHEAD_BATCH))]
     cache = FactsCache(None)
     with Indexer(cache, jobs=2) as indexer:
         shallow, errors = indexer.index(stamped)
-        assert not errors and not next(m for m in shallow if m.path == helpers[0].path).complete
+        assert not errors and not any(m.complete for m in shallow if m.path in {s[0].path for s in [helpers, *fillers]})
         indexer.ahead(helpers[0].path)
-        assert indexer._pool is not None and helpers[0].path in indexer._ahead  # started on the pool
+        assert indexer._pool is not None and not indexer._ahead  # waits for a batch
+        for filler in fillers[:-1]:
+            indexer.ahead(filler[0].path)
+        assert all(s[0].path in indexer._ahead for s in [helpers, *fillers[:-1]])  # a batch started on the pool
+        indexer.ahead(fillers[-1][0].path)  # the next batch's first, not full when the round comes
         model = next(s for s in stamped if s[0].path.endswith("model.py"))  # a round may also need one not asked ahead
-        deep, _ = indexer.index([model, helpers], deep=True)
-        assert not indexer._ahead  # taken, not indexed again
+        deep, _ = indexer.index([model, helpers, *fillers], deep=True)
+        assert not indexer._ahead and not indexer._pending  # taken, not indexed again; the pending one indexed then
+        assert all(m.complete for m in deep)
     by_path = {m.path: m for m in deep}
     assert by_path[helpers[0].path].complete and by_path[helpers[0].path].functions["finish"].walked
     expected = index_source(helpers[0].path, "pkg.helpers", False, HELPERS, deep=True)

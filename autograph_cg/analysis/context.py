@@ -221,7 +221,7 @@ class FunctionContext:
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
         "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "tests", "exits", "finding_exits",
-        "call_exits", "borrowed", "assumes", "_calls_in", "unless",
+        "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -244,6 +244,10 @@ class FunctionContext:
         self.params: set[str] = set()  # the function's parameters not rebound yet: what the caller passed
         # parameters rebound only under tests of arguments: the alternatives keeping each rebinding out
         self.unless: dict[str, tuple[Guard, ...]] = {}
+        # parameters rebound to a constant (`else: use_cache = False`): per constant, the alternatives under which
+        # the name holds it (the rebinding ran, and no later one did)
+        self.fixed: dict[str, list[tuple[object, tuple[Guard, ...]]]] = {}
+        self.uncertain = 0  # loops and `try` blocks the node sits in: code there may run in part, or not at all
         self.aliases: set[str] = set()  # locals bound to a part of such a parameter (`cache = past.layers[i]`)
         self.forward = False  # a layer's forward: its arguments are objects the caller owns
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
@@ -466,14 +470,13 @@ class FunctionContext:
             return None
         index = len(self.conditions)
         text = self.module.snippet(test)
-        tested = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.params})
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        tested = sorted(names & self.params)
         tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
         expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
-        unless: tuple[Guard, ...] = ()
-        for name in tested:
-            if name in self.unless:
-                unless = guards.both(unless, self.unless[name]) if unless else self.unless[name]
-        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless))
+        unless = tuple((n, self.unless[n]) for n in tested if n in self.unless)
+        fixed = tuple((n, value, ran) for n in sorted(names & self.fixed.keys()) for value, ran in self.fixed[n])
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless, fixed, self._settings(test)))
         self.tests.append(test)
         return index
 
@@ -503,11 +506,42 @@ class FunctionContext:
             call = self.calls[at]
             self.calls[at] = replace(call, conditions=call.conditions + (index,))
 
-    def _rebind(self, name: str) -> None:
+    def _settings(self, test: ast.expr) -> tuple[str, ...]:
+        """The layer's settings `test` reads (`self.config.is_decoder`) that this function has not written: a guard may
+        test them on the wrapped layer before the call."""
+        if self.cls is None or self.scope_name != self.qualname:
+            return ()
+        found = set()
+        for node in ast.walk(test):
+            parts: list[str] = []
+            while isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            if parts and isinstance(node, ast.Name) and node.id == "self" and parts[-1] not in self.writes_self:
+                found.add(".".join(["self", *reversed(parts)]))
+        return tuple(sorted(found))
+
+    def _rebind(self, name: str, value: ast.expr | None) -> None:
         """A parameter rebound under tests of arguments stays the caller's value where those tests keep the
         rebinding out (`if use_cache and past is None: past = Cache()` leaves `past` the caller's where `use_cache` is
-        false); rebound anywhere else, it is the caller's no more."""
-        kept = guards.keep_out_of(self.conditions, self.active) if self.summarizer is not None else ()
+        false); rebound anywhere else, it is the caller's no more. `x = x if x is not None else d` rebinds it only
+        where the test fails; a constant it is rebound to is what it holds where the rebinding ran (`else: use_cache =
+        False`), until another rebinding."""
+        if self.summarizer is None:
+            self.params.discard(name)
+            return
+        under = self.active
+        if isinstance(value, ast.IfExp) and any(isinstance(a, ast.Name) and a.id == name for a in (value.body, value.orelse)):
+            keeps = isinstance(value.body, ast.Name) and value.body.id == name  # the name where the test holds
+            under = under + (self._condition(value.test, keeps),)  # type: ignore[operator]
+            value = value.orelse if keeps else value.body
+        kept = guards.keep_out_of(self.conditions, under)
+        held = [(c, guards.both(ran, kept)) for c, ran in self.fixed.pop(name, ())]
+        if isinstance(value, ast.Constant) and isinstance(value.value, (type(None), bool, int, float, str)):
+            if not self.uncertain and self.scope_name == self.qualname:
+                held.append((value.value, guards.run_under(self.conditions, under)))
+        if any(ran for _, ran in held):
+            self.fixed[name] = [(c, ran) for c, ran in held if ran]
         if not kept:
             self.params.discard(name)
             self.unless.pop(name, None)
@@ -539,8 +573,12 @@ class FunctionContext:
             handler = _STATEMENTS.get(type(statement))
             if handler is not None:
                 handler(self, statement)
-            else:
-                self.generic(statement)
+            else:  # `match` and the like: what their blocks bind may not be bound
+                self.uncertain += 1
+                try:
+                    self.generic(statement)
+                finally:
+                    self.uncertain -= 1
             if type(statement) is ast.If and self.summarizer is not None:
                 self._note_exit(statement)
         self.exits = exits
@@ -602,9 +640,9 @@ class FunctionContext:
             name = target.id  # type: ignore[attr-defined]
             self.env[name] = kind
             part = False  # rebound under tests to a part of itself (`past = past.self_attention_cache`)
-            if name in self.params:
+            if name in self.params or name in self.fixed:
                 part = value is not None and self.owned(value) is not None
-                self._rebind(name)
+                self._rebind(name, value)
             self.aliases.discard(name)
             if part and name in self.unless or value is not None and self.owned(value):
                 self.aliases.add(name)  # `cache = past.layers[i]`: mutating `cache` mutates the caller's object
@@ -1126,8 +1164,12 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
                     ctx.short_circuited(test, first, findings, len(ctx.calls))
                 test = test.values[first]
     if isinstance(node, ast.While):
-        ctx.body(node.body)
-        ctx.body(node.orelse)
+        ctx.uncertain += 1
+        try:
+            ctx.body(node.body)
+            ctx.body(node.orelse)
+        finally:
+            ctx.uncertain -= 1
         return
     runs = on_cuda(node.test, ctx.qualify)  # an arm for another device never runs inside a CUDA graph
     if runs is not False:
@@ -1158,8 +1200,12 @@ def _for(ctx: FunctionContext, node: ast.For | ast.AsyncFor) -> None:
     owned = node.iter if ctx.owned(node.iter) else None  # `for layer in past.layers`: each item is the caller's
     ctx.bind(node.target, ctx._element_kind(node.iter, kind), owned)
     ctx._note_origin(node.target, node.iter)
-    ctx.body(node.body)
-    ctx.body(node.orelse)
+    ctx.uncertain += 1
+    try:
+        ctx.body(node.body)
+        ctx.body(node.orelse)
+    finally:
+        ctx.uncertain -= 1
 
 
 def _with(ctx: FunctionContext, node: ast.With | ast.AsyncWith) -> None:
@@ -1171,15 +1217,19 @@ def _with(ctx: FunctionContext, node: ast.With | ast.AsyncWith) -> None:
 
 
 def _try(ctx: FunctionContext, node: ast.Try) -> None:
-    ctx.body(node.body)
-    for handler in node.handlers:
-        if handler.type is not None:
-            ctx.expr(handler.type)
-        if handler.name:
-            ctx.env[handler.name] = HOST
-        ctx.body(handler.body)
-    ctx.body(node.orelse)
-    ctx.body(node.finalbody)
+    ctx.uncertain += 1
+    try:
+        ctx.body(node.body)
+        for handler in node.handlers:
+            if handler.type is not None:
+                ctx.expr(handler.type)
+            if handler.name:
+                ctx.env[handler.name] = HOST
+            ctx.body(handler.body)
+        ctx.body(node.orelse)
+        ctx.body(node.finalbody)
+    finally:
+        ctx.uncertain -= 1
 
 
 def _return(ctx: FunctionContext, node: ast.Return) -> None:

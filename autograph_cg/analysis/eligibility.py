@@ -613,10 +613,12 @@ class Package:
         if kind == "self" and context in self.classes:
             method = self.find_method(context, target)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method))
+                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method, holder="self"))
                 return
             held = self.solver.attribute(context, target)
-            self._run(held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target))
+            self._run(
+                held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target), holder=f"self.{target}"
+            )
         elif kind == "self-attr" and context in self.classes:
             attr, _, method_name = target.partition(".")
             self._methods(self.solver.attribute(context, attr), method_name, call, module, result, f"{step} → self.{attr}")
@@ -624,7 +626,7 @@ class Package:
             start = owner if owner in self.classes else context
             method = self.find_method(start, target, skip_self=True)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method))
+                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method, holder="self"))
         elif kind == "name":
             resolved = self.resolve(target)
             if resolved is not None and resolved in self.functions:
@@ -659,22 +661,24 @@ class Package:
         default: Callable[[], Value] | None = None,
         site: Ctx | None = None,
         every: bool = False,
+        holder: str | None = None,
     ) -> None:
         """Absorb the verdicts of everything a call may run, given what its callee may hold.
 
         `constructs`: the call builds what it names (`Linear(...)` in forward), so a class is not yet an instance.
         `default`: what the callee holds in the default configuration; what only other configurations build
         is conditional on them (asked only when something fails). `every`: the items of a container called
-        (a Sequential runs them all): their kernels add up, where of a callee's candidates only the largest counts."""
+        (a Sequential runs them all): their kernels add up, where of a callee's candidates only the largest counts.
+        `holder`: how the caller names the object called (`self.bert`), for the tests of its settings."""
         if default is not None and not _lone_object(value):  # a lone class or instance: the default build holds
             trial = _Result()  # it or nothing, which decides nothing, so it is not solved
-            self._run(value, call, module, trial, step, constructs, site=site)
+            self._run(value, call, module, trial, step, constructs, site=site, holder=holder)
             if trial.status is not Status.ELIGIBLE and not trial.hard:
                 usual = default()
                 if _callable(usual) and usual != value:
-                    self._run(usual, call, module, result, step, constructs, site=site)
+                    self._run(usual, call, module, result, step, constructs, site=site, holder=holder)
                     other = _Result()
-                    self._run(frozenset(value - usual), call, module, other, step, constructs, site=site)
+                    self._run(frozenset(value - usual), call, module, other, step, constructs, site=site, holder=holder)
                     other.kernels = 0
                     result.take(other, None, "a non-default configuration builds it", bind=same)
                     return
@@ -686,7 +690,7 @@ class Package:
                 result.kernels = before
             if kind in ("G", "I"):
                 targets += 1
-                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, site)
+                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, site, holder if kind == "I" else None)
             elif kind in ("L", "K"):  # a container called or iterated: each item runs (Sequential, ModuleList)
                 items = self.solver.items(frozenset({atom}))
                 if items:
@@ -703,13 +707,14 @@ class Package:
             self._unresolved(call, module, result, step)
 
     def _run_object(
-        self, qual: str, instance: bool, call: CallRef, module: ModuleFacts, result: _Result, step: str, site: Ctx | None = None
+        self, qual: str, instance: bool, call: CallRef, module: ModuleFacts, result: _Result, step: str, site: Ctx | None = None,
+        holder: str | None = None,
     ) -> None:
         if qual in self.classes:
             if self.is_layer(qual):
                 verdict = self.verdict(qual)
                 forward = self.find_method(qual, "forward")
-                result.take(_of_verdict(verdict), step, bind=self._binder(call, *forward) if forward is not None else None)
+                result.take(_of_verdict(verdict), step, bind=self._binder(call, *forward, holder=holder) if forward is not None else None)
             elif not instance and self._autograd(qual):
                 self._autograd_function(qual, result, step)
             else:  # an object of a plain package class called: its __call__
@@ -789,11 +794,12 @@ class Package:
         summary = self.solver.scope(self.classes[found[0]][0].module, found[1].qualname) if found is not None else None
         return summary is not None and (summary.kwarg is not None or names <= set(summary.params[summary.implicit :]))
 
-    def _binder(self, call: CallRef | None, owner: str, function: FunctionFacts) -> Binder | None:
-        """How the guards of what `call` runs become the caller's: the callee's parameters bound to what it passes."""
+    def _binder(self, call: CallRef | None, owner: str, function: FunctionFacts, holder: str | None = None) -> Binder | None:
+        """How the guards of what `call` runs become the caller's: the callee's parameters bound to what it passes,
+        the tests of its settings to the object the caller names (`holder`: "self" for its own methods)."""
         module = self.classes[owner][0] if owner in self.classes else self.modules.get(owner)
         summary = self.solver.scope(module.module, function.qualname) if call is not None and module is not None else None
-        return None if summary is None else partial(guards.bind, passes=call.passes, summary=summary)  # type: ignore[union-attr]
+        return None if summary is None else partial(guards.bind, passes=call.passes, summary=summary, owner=holder)  # type: ignore[union-attr]
 
     def _package_function(self, qual: str) -> tuple[str, str, FunctionFacts] | None:
         """(context, owner, facts) of a package function or method; a nested function is judged with its outer one."""

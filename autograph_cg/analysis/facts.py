@@ -55,9 +55,15 @@ class Condition:
     negated: bool  # the `else` arm: the code runs when the test is false
     arguments: tuple[str, ...] = ()  # the function's parameters it tests, not rebound before it (for guards)
     tensors: tuple[str, ...] = ()  # those of them that are tensors there: only `is None` may test them
-    # where a parameter it tests was rebound before it under tests of arguments (`if use_cache and past is None:
-    # past = Cache()`): the alternatives keeping every such rebinding out, which its own guards need too
-    unless: tuple[Guard, ...] = ()
+    # per parameter it tests that was rebound before it under tests (`if use_cache and past is None: past =
+    # Cache()`): the alternatives keeping every such rebinding out, which a test of the caller's value needs too
+    unless: tuple[tuple[str, tuple[Guard, ...]], ...] = ()
+    # per parameter it tests that was rebound before it to a constant (`else: use_cache = False`): the constant and
+    # the alternatives under which the name holds it there
+    fixed: tuple[tuple[str, object, tuple[Guard, ...]], ...] = ()
+    # the layer's own settings it tests (`self.config.is_decoder`), which nothing before it writes: the runtime
+    # reads them from the wrapped layer
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

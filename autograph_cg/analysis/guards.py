@@ -63,10 +63,13 @@ def keep_out_of(recorded: Sequence[Condition], conditions: Iterable[int]) -> tup
     found: list[Guard] = []
     for index in conditions:
         condition = recorded[index]
-        if condition.arguments:
-            forced = _force(condition.expr, condition.negated, condition)
-            found.extend(both(tuple(forced), condition.unless) if condition.unless else forced)
+        found.extend(_force(condition.expr, condition.negated, condition))
     return few(found)
+
+
+def run_under(recorded: Sequence[Condition], conditions: Iterable[int]) -> tuple[Guard, ...]:
+    """The alternatives under which code under `conditions` runs: each condition holding."""
+    return few(_every([_force(recorded[i].expr, not recorded[i].negated, recorded[i]) for i in conditions]))
 
 
 def both(first: tuple[Guard, ...], second: tuple[Guard, ...]) -> tuple[Guard, ...]:
@@ -74,31 +77,76 @@ def both(first: tuple[Guard, ...], second: tuple[Guard, ...]) -> tuple[Guard, ..
     return few(g for a in first for b in second if (g := _join(a, b)) is not None)
 
 
+def is_setting(name: str) -> bool:
+    """Whether a test's name is an attribute chain of the layer itself (`self.config.is_decoder`), not an argument."""
+    return name.startswith("self.")
+
+
+def setting_name(expr: Expr) -> str | None:
+    """`self.config.is_decoder` for ("a", ("s", "config"), "is_decoder"); None for anything but such a chain."""
+    parts: list[str] = []
+    while expr[0] == "a" and isinstance(expr[2], str):
+        parts.append(expr[2])
+        expr = expr[1]
+    if expr[0] != "s":
+        return None
+    return ".".join(["self", expr[1], *reversed(parts)])
+
+
 def _force(expr: Expr, want: bool, condition: Condition) -> list[Guard]:
     """Alternatives under which the test `expr` evaluates to `want`."""
     tag = expr[0]
-    if tag == "n" and expr[1] in condition.arguments and expr[1] not in condition.tensors:
-        return [((expr[1], "truthy" if want else "falsy"),)]
-    if tag == "is" and expr[1][0] == "n" and expr[1][1] in condition.arguments:  # `x is None` (negated: `is not`)
-        return [((expr[1][1], "is None" if want != expr[2] else "is not None"),)]
+    if tag == "n":
+        return _name(expr[1], "truthy" if want else "falsy", lambda c: bool(c) == want, condition)
+    if tag == "is":  # `x is None` (negated: `is not`)
+        kind = "is None" if want != expr[2] else "is not None"
+        if expr[1][0] == "n":
+            return _name(expr[1][1], kind, lambda c: (c is None) == (kind == "is None"), condition)
+        setting = setting_name(expr[1])
+        return [((setting, kind),)] if setting in condition.settings else []
     if tag == "not":
         return _force(expr[1], not want, condition)
     if tag in ("and", "or"):
         parts = [_force(part, want, condition) for part in expr[1]]
         if (tag == "and") != want:  # one part decides: any of its alternatives
             return [g for part in parts for g in part]
-        combined: list[Guard] = [()]  # every part must: one alternative of each, together
-        for part in parts:
-            if not part:
-                return []
-            combined = [g for g in (_join(a, b) for a in combined for b in part) if g is not None][:_MAX_ALTERNATIVES]
-        return combined
-    return []
+        return _every(parts)  # every part must
+    setting = setting_name(expr)
+    return [((setting, "truthy" if want else "falsy"),)] if setting in condition.settings else []
+
+
+def _name(name: str, kind: str, constant: Callable[[object], bool], condition: Condition) -> list[Guard]:
+    """Alternatives under which a name the test reads passes `kind`: the caller's value does (where its rebinding is
+    kept out), or a constant it was rebound to does (where that rebinding ran)."""
+    found: list[Guard] = []
+    if name in condition.arguments and (kind in ("is None", "is not None") or name not in condition.tensors):
+        unless = next((u for n, u in condition.unless if n == name), None)
+        found.extend(both((((name, kind),),), unless) if unless else [((name, kind),)])
+    for fixed, value, ran in condition.fixed:
+        if fixed == name and constant(value):
+            found.extend(ran)
+    return found
+
+
+def _every(parts: list[list[Guard]]) -> list[Guard]:
+    """One alternative of each part, together."""
+    combined: list[Guard] = [()]
+    for part in parts:
+        combined = [g for g in (_join(a, b) for a in combined for b in part) if g is not None][:_MAX_ALTERNATIVES]
+        if not combined:
+            return []
+    return combined
 
 
 def _join(a: Guard, b: Guard) -> Guard | None:
-    tests = tuple(sorted(set(a) | set(b)))
+    tests = _implied(set(a) | set(b))
     return tests if len(tests) <= _MAX_TESTS and consistent(tests) else None
+
+
+def _implied(tests: set[Test]) -> Guard:
+    """The tests, less those another of them implies (a false value passed is not None, and false)."""
+    passed_false = {n for n, k in tests if k == "passed false"}
+    return tuple(sorted(t for t in tests if not (t[0] in passed_false and t[1] in ("is not None", "falsy"))))
 
 
 def few(alternatives: Iterable[Guard]) -> tuple[Guard, ...]:
@@ -152,14 +200,20 @@ def passed(passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSumm
     return default if default is not None and default[0] == "c" else OTHER
 
 
-def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSummary) -> Guard | bool | None:
+def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summary: ScopeSummary, owner: str | None = None) -> Guard | bool | None:
     """A callee's guard as the caller's: True when it holds for this call whatever the caller is given, None when
     some test is not carried (the caller passes something else, or a constant that fails it). A test reaching the
     callee's parameter through the caller's `**kwargs` is carried only when the callee's default passes it, for the
-    keyword left out gets that default."""
+    keyword left out gets that default. A test of the callee's own settings is carried where the caller can name
+    the callee's `self`: `owner` ("self" for its own methods, "self.bert" for a sublayer it holds)."""
     out: set[Test] = set()
     unless: list[tuple[Guard, ...]] = []
     for name, kind in guard:
+        if is_setting(name):
+            if owner is None:
+                return None
+            out.add((owner + name[len("self") :], kind))
+            continue
         value = passed(passes, summary, name)
         if value == ABSENT:
             continue  # the test was carried up to this callee's keywords only where absence passes it
@@ -196,7 +250,7 @@ def _holds_at_default(summary: ScopeSummary, name: str, kind: str) -> bool:
 def strict(alternatives: tuple[Guard, ...]) -> tuple[Guard, ...]:
     """The alternatives of a decorated function's hazards, as its callers must meet them: the decorator may set a
     flag the caller leaves out (or passes as None), so a test that it is false asks for a false value passed."""
-    return few(tuple(sorted((n, "passed false" if k == "falsy" else k) for n, k in g)) for g in alternatives)
+    return few(_implied({(n, "passed false" if k == "falsy" and not is_setting(n) else k) for n, k in g}) for g in alternatives)
 
 
 def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Collection, NamedTuple
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.guards import consistent, literal
+from autograph_cg.analysis.guards import consistent, is_setting, literal
 from autograph_cg.analysis.facts import ModuleFacts, SiteFacts
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE
 from autograph_cg.analysis.resolver.values import HOST_CALLED
@@ -129,7 +129,7 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         """The tests every class a site may build needs, together; None when no call could pass them all or a class
         built there has no such parameter (the runtime binds the guard to the wrapped layer's forward)."""
         tests = {t for c in built.classes if c in verdicts for t in verdicts[c].guard}
-        names = {name for name, _ in tests}
+        names = {name for name, _ in tests if not is_setting(name)}  # a layer's settings are read from the layer
         if not consistent(tests) or any(not package.takes_keywords(c, names) for c in built.classes if names):
             return None
         return tuple(sorted(tests))

@@ -40,7 +40,9 @@ STATUS_DOCS = {
     "(`CUDAGraphedLayer(Block(...), guard={\"past_key_values\": \"is None\"})`), and the runtime checks it on "
     "every call and runs the layer eagerly, with the reason counted, when it does not hold. The guard is read from "
     "the tests the code makes (`x is None`, `x is not None`, `if flag:`, `if not flag:`), through the calls that "
-    "pass the argument on unchanged; never from a name.",
+    "pass the argument on unchanged; never from a name. A guard may also test the layer's own settings, read from "
+    "the layer on every call: `self.config.is_decoder` where forward sets `use_cache = False` for encoders, "
+    "`self.training`, `self.bert.config.is_decoder` for the model a head holds.",
     Status.INELIGIBLE: "A hazard that blocks capture runs in its forward or in something it calls, unconditionally "
     "or under a condition that is on by default. Each reason gives the chain from its forward to the line.",
     Status.UNKNOWN: "Something its forward runs could not be resolved: a call through a value the analyzer cannot "

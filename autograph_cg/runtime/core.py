@@ -174,7 +174,7 @@ class Runner:
             if out is not chains.MISS:
                 return out
         if self.guard is not None:
-            why = self.guard.failure(args, kwargs)
+            why = self.guard.failure(args, kwargs, self.layer)
             if why:
                 track.last = None
                 return self._eager(args, kwargs, why)

@@ -37,9 +37,10 @@ _PASSED_ONLY = frozenset({"passed false"})
 class Guard:
     """Where each guarded parameter sits in the forward's signature, and its test. A name the forward takes only
     through ``**kwargs`` (it hands them on to a layer that has the parameter) is looked for among the call's
-    keywords; left out, it passes (the plan guards such a name only where the default it reaches passes)."""
+    keywords; left out, it passes (the plan guards such a name only where the default it reaches passes). A name
+    ``self.a.b`` is a setting of the layer (``self.config.is_decoder``), read from it on every call."""
 
-    __slots__ = ("checks",)
+    __slots__ = ("checks", "settings")
 
     def __init__(self, forward: Callable[..., Any], tests: tuple) -> None:
         signature = inspect.signature(forward)
@@ -49,8 +50,12 @@ class Guard:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         keywords = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-        checks = []
+        checks, settings = [], []
         for name, test in tests:
+            if name.startswith("self."):
+                accept, failed = TESTS[test]
+                settings.append((tuple(name.split(".")[1:]), accept, f"guard: {name} {failed}"))
+                continue
             param = signature.parameters.get(name)
             if param is None and keywords:
                 absent = _REQUIRED if test in _PASSED_ONLY else _MISSING
@@ -62,10 +67,16 @@ class Guard:
             default = _REQUIRED if test in _PASSED_ONLY else _MISSING if param.default is param.empty else param.default
             accept, failed = TESTS[test]
             checks.append((name, position, default, accept, f"guard: {name} {failed}"))
-        self.checks = tuple(checks)
+        self.checks, self.settings = tuple(checks), tuple(settings)
 
-    def failure(self, args: tuple, kwargs: dict) -> str | None:
-        """The reason this call may not replay, or None when every test passes."""
+    def failure(self, args: tuple, kwargs: dict, layer: Any = None) -> str | None:
+        """The reason this call of ``layer`` may not replay, or None when every test passes."""
+        for path, accept, failed in self.settings:
+            value = layer
+            for attr in path:
+                value = getattr(value, attr, _MISSING)
+            if value is _MISSING or not accept(value):
+                return failed
         for name, position, default, accept, failed in self.checks:
             if name in kwargs:
                 value = kwargs[name]

@@ -471,7 +471,7 @@ class Stateful({Layer}):
             self.calls += 1
         return x
 """},
-        {"m.Checkpointed": "conditional", "m.Stateful": "ineligible"},
+        {"m.Checkpointed": "conditional", "m.Stateful": "conditional"},  # Stateful: under a guard on `self.track`
     ),
     # an optional import with a fallback: what only the installed package runs is conditional on it
     "optional-imports": (
@@ -1591,12 +1591,52 @@ class Unguarded({Layer}):
         if past_key_values is None:
             past_key_values = Cache()
         return self.attn(x, past_key_values=past_key_values)
+
+
+class Encoder({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.attn = Attention()
+
+    @config_defaults
+    def forward(self, x, past_key_values=None, use_cache=None):
+        if self.config.is_decoder:
+            use_cache = use_cache if use_cache is not None else self.config.use_cache
+        else:
+            use_cache = False
+        if use_cache and past_key_values is None:
+            past_key_values = Cache()
+        return self.attn(x, past_key_values=past_key_values)
+
+
+class EncoderHead({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = Encoder(config)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+class Looped({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None, use_cache=True, steps=()):
+        for _ in steps:
+            use_cache = False
+        if use_cache and past_key_values is None:
+            past_key_values = Cache()
+        return self.attn(x, past_key_values=past_key_values)
 """},
         {"m.Attention": "conditional", "m.Block": "conditional", "m.Positional": "conditional", "m.NoCache": "eligible",
          "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional",
          "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible",
          "m.Created": "conditional", "m.Decorated": "conditional", "m.Heads": "conditional", "m.Unguarded": "ineligible",
-         "m.Checkpointed": "conditional", "m.Parted": "conditional", "m.Gathered": "eligible"},
+         "m.Checkpointed": "conditional", "m.Parted": "conditional", "m.Gathered": "eligible", "m.Encoder": "conditional",
+         "m.EncoderHead": "conditional", "m.Looped": "ineligible"},
     ),
     # `__init__` makes one of its methods the instance's forward: any of them may run
     "forward-chosen-in-init": (
@@ -1964,6 +2004,10 @@ def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path
     assert guards["Heads"] == (("use_cache", "passed false"),)
     assert guards["Checkpointed"] == (("past_key_values", "is None"),)  # either arm of what it passes
     assert guards["Parted"] == (("past_key_values", "is None"),)  # a part of the caller's cache is the caller's
+    # `use_cache` is the constant False where the layer's own setting is off, whatever the call passes: a guard may
+    # test the setting (read from the wrapped layer), and a layer holding it names it through its attribute
+    assert guards["Encoder"] == (("past_key_values", "is None"), ("self.config.is_decoder", "falsy"))
+    assert guards["EncoderHead"] == (("self.encoder.config.is_decoder", "falsy"),)
     block = verdicts["pkg.m.Block"]
     assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]
     assert "kept out by the guard `past_key_values is None`" in block.reasons[0].render()

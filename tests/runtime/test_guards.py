@@ -66,6 +66,27 @@ def test_a_flag_a_decorator_may_fill_replays_only_when_passed_false(cpu_fw):
     assert stats["forward_replays"] > 0 and stats["disabled_reason"] is None
 
 
+def test_a_guard_on_a_setting_of_the_layer_reads_it_on_every_call(cpu_fw):
+    """``self.settings.decoder``: read from the wrapped layer at each call; a call while it fails runs eagerly, and
+    the graphs serve again once it holds (a setting missing fails it)."""
+    from types import SimpleNamespace
+
+    fw = cpu_fw
+    ref = fw.build("Cached", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, guard={"cache": "is None", "self.settings.decoder": "falsy"})
+    wrapped.settings = SimpleNamespace(decoder=False)
+    for decoder in (False, False, True, False, None):
+        if decoder is None:
+            del wrapped.settings
+        else:
+            wrapped.settings.decoder = decoder
+        x = randn(B, D)
+        assert close(fw.numpy(wrapped(fw.tensor(x))), fw.numpy(ref(fw.tensor(x))), fw.atol), decoder
+    stats = stats_of(wrapped)
+    assert stats["fallbacks"] == {"guard: self.settings.decoder is not false": 2}
+    assert stats["forward_replays"] >= 2 and stats["disabled_reason"] is None
+
+
 def test_a_guard_names_parameters_of_the_forward(fw):
     with pytest.raises(TypeError, match="no parameter of that name"):
         fw.wrap(fw.build("Cached", D), guard={"past": "is None"})

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import ast
 import re
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
@@ -574,14 +575,20 @@ class FunctionContext:
             if handler is not None:
                 handler(self, statement)
             else:  # `match` and the like: what their blocks bind may not be bound
-                self.uncertain += 1
-                try:
+                with self.in_part():
                     self.generic(statement)
-                finally:
-                    self.uncertain -= 1
             if type(statement) is ast.If and self.summarizer is not None:
                 self._note_exit(statement)
         self.exits = exits
+
+    @contextmanager
+    def in_part(self) -> Iterator[None]:
+        """Walk blocks that may run in part or not at all (loops, `try`): a constant bound there may not be held."""
+        self.uncertain += 1
+        try:
+            yield
+        finally:
+            self.uncertain -= 1
 
     def _note_exit(self, node: ast.If) -> None:
         """After `if t: return`, the rest of the block runs where `t` fails (where it holds, after an `else:` that
@@ -1164,12 +1171,9 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
                     ctx.short_circuited(test, first, findings, len(ctx.calls))
                 test = test.values[first]
     if isinstance(node, ast.While):
-        ctx.uncertain += 1
-        try:
+        with ctx.in_part():
             ctx.body(node.body)
             ctx.body(node.orelse)
-        finally:
-            ctx.uncertain -= 1
         return
     runs = on_cuda(node.test, ctx.qualify)  # an arm for another device never runs inside a CUDA graph
     if runs is not False:
@@ -1200,12 +1204,9 @@ def _for(ctx: FunctionContext, node: ast.For | ast.AsyncFor) -> None:
     owned = node.iter if ctx.owned(node.iter) else None  # `for layer in past.layers`: each item is the caller's
     ctx.bind(node.target, ctx._element_kind(node.iter, kind), owned)
     ctx._note_origin(node.target, node.iter)
-    ctx.uncertain += 1
-    try:
+    with ctx.in_part():
         ctx.body(node.body)
         ctx.body(node.orelse)
-    finally:
-        ctx.uncertain -= 1
 
 
 def _with(ctx: FunctionContext, node: ast.With | ast.AsyncWith) -> None:
@@ -1217,8 +1218,7 @@ def _with(ctx: FunctionContext, node: ast.With | ast.AsyncWith) -> None:
 
 
 def _try(ctx: FunctionContext, node: ast.Try) -> None:
-    ctx.uncertain += 1
-    try:
+    with ctx.in_part():
         ctx.body(node.body)
         for handler in node.handlers:
             if handler.type is not None:
@@ -1228,8 +1228,6 @@ def _try(ctx: FunctionContext, node: ast.Try) -> None:
             ctx.body(handler.body)
         ctx.body(node.orelse)
         ctx.body(node.finalbody)
-    finally:
-        ctx.uncertain -= 1
 
 
 def _return(ctx: FunctionContext, node: ast.Return) -> None:

@@ -139,14 +139,35 @@ def _every(parts: list[list[Guard]]) -> list[Guard]:
 
 
 def _join(a: Guard, b: Guard) -> Guard | None:
-    tests = _implied(set(a) | set(b))
-    return tests if len(tests) <= _MAX_TESTS and consistent(tests) else None
+    if not consistent(set(a) | set(b)):
+        return None
+    tests = normal(set(a) | set(b))
+    return tests if len(tests) <= _MAX_TESTS else None
 
 
-def _implied(tests: set[Test]) -> Guard:
-    """The tests, less those another of them implies (a false value passed is not None, and false)."""
-    passed_false = {n for n, k in tests if k == "passed false"}
-    return tuple(sorted(t for t in tests if not (t[0] in passed_false and t[1] in ("is not None", "falsy"))))
+#: Two tests of one name that one test says (the wrapper takes one per name): None is false; a false value passed
+#: is not None and false, and so stricter than both together where a default would pass them (sound: it fails more).
+_ONE = {
+    frozenset({"is None", "falsy"}): "is None",
+    frozenset({"is not None", "truthy"}): "truthy",
+    frozenset({"is not None", "falsy"}): "passed false",
+    frozenset({"is not None", "passed false"}): "passed false",
+    frozenset({"falsy", "passed false"}): "passed false",
+}
+
+
+def normal(tests: Iterable[Test]) -> Guard:
+    """A consistent set of tests as a guard: one test per name, sorted."""
+    by_name: dict[str, set[str]] = {}
+    for name, kind in tests:
+        by_name.setdefault(name, set()).add(kind)
+    out = []
+    for name, kinds in by_name.items():
+        while len(kinds) > 1:
+            first, second = sorted(kinds)[:2]
+            kinds = (kinds - {first, second}) | {_ONE[frozenset({first, second})]}
+        out.append((name, kinds.pop()))
+    return tuple(sorted(out))
 
 
 def few(alternatives: Iterable[Guard]) -> tuple[Guard, ...]:
@@ -226,7 +247,9 @@ def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summar
         if pick is None:
             return None
         out |= set(pick)
-    return tuple(sorted(out)) if out else True
+    if not consistent(out):  # two of the callee's parameters given one of the caller's
+        return None
+    return normal(out) if out else True
 
 
 def _carry(value: Expr, kind: str, out: set[Test], unless: list[tuple[Guard, ...]]) -> bool:
@@ -250,7 +273,7 @@ def _holds_at_default(summary: ScopeSummary, name: str, kind: str) -> bool:
 def strict(alternatives: tuple[Guard, ...]) -> tuple[Guard, ...]:
     """The alternatives of a decorated function's hazards, as its callers must meet them: the decorator may set a
     flag the caller leaves out (or passes as None), so a test that it is false asks for a false value passed."""
-    return few(_implied({(n, "passed false" if k == "falsy" and not is_setting(n) else k) for n, k in g}) for g in alternatives)
+    return few(normal((n, "passed false" if k == "falsy" and not is_setting(n) else k) for n, k in g) for g in alternatives)
 
 
 def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:
@@ -273,7 +296,7 @@ def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], E
         pick = min(usable, key=rank)
         chosen |= set(pick)
         picks.append(pick)
-    return tuple(sorted(chosen)), tuple(picks)
+    return normal(chosen), tuple(picks)
 
 
 

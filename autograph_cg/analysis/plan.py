@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Collection, NamedTuple
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.guards import consistent, is_setting, literal
+from autograph_cg.analysis.guards import consistent, is_setting, literal, normal
 from autograph_cg.analysis.facts import ModuleFacts, SiteFacts
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE
 from autograph_cg.analysis.resolver.values import HOST_CALLED
@@ -132,7 +132,7 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         names = {name for name, _ in tests if not is_setting(name)}  # a layer's settings are read from the layer
         if not consistent(tests) or any(not package.takes_keywords(c, names) for c in built.classes if names):
             return None
-        return tuple(sorted(tests))
+        return normal(tests)
 
     def capturable(built: _Built, guarded: bool = True) -> bool:
         """`guarded`: a class needing a guard may be built there (its own wrapper checks it)."""

@@ -1610,6 +1610,19 @@ class Encoder({Layer}):
         return self.attn(x, past_key_values=past_key_values)
 
 
+class Defaulted({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.attn = Attention()
+
+    def forward(self, x, past_key_values=None, use_cache=None):
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        if use_cache and past_key_values is None:
+            past_key_values = Cache()
+        return self.attn(x, past_key_values=past_key_values)
+
+
 class EncoderHead({Layer}):
     def __init__(self, config):
         super().__init__()
@@ -1636,7 +1649,7 @@ class Looped({Layer}):
          "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible",
          "m.Created": "conditional", "m.Decorated": "conditional", "m.Heads": "conditional", "m.Unguarded": "ineligible",
          "m.Checkpointed": "conditional", "m.Parted": "conditional", "m.Gathered": "eligible", "m.Encoder": "conditional",
-         "m.EncoderHead": "conditional", "m.Looped": "ineligible"},
+         "m.EncoderHead": "conditional", "m.Looped": "ineligible", "m.Defaulted": "conditional"},
     ),
     # `__init__` makes one of its methods the instance's forward: any of them may run
     "forward-chosen-in-init": (
@@ -2008,6 +2021,9 @@ def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path
     # test the setting (read from the wrapped layer), and a layer holding it names it through its attribute
     assert guards["Encoder"] == (("past_key_values", "is None"), ("self.config.is_decoder", "falsy"))
     assert guards["EncoderHead"] == (("self.encoder.config.is_decoder", "falsy"),)
+    # left None the config fills it: the caller's value counts where it is not None and false, one test of one name
+    assert guards["Defaulted"] == (("past_key_values", "is None"), ("use_cache", "passed false"))
+    assert all(len({n for n, _ in g}) == len(g) for g in guards.values())
     block = verdicts["pkg.m.Block"]
     assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]
     assert "kept out by the guard `past_key_values is None`" in block.reasons[0].render()

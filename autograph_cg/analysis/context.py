@@ -32,6 +32,7 @@ from autograph_cg.analysis.kinds import (
 from autograph_cg.findings import Finding
 from autograph_cg.rules.dispatch import DISPATCH
 
+from autograph_cg.analysis.resolver.summaries import lambda_scope
 from autograph_cg.analysis.scope import dotted_name
 
 if TYPE_CHECKING:
@@ -788,9 +789,9 @@ class FunctionContext:
             hosts.append(self.kinds.get(id(arg), UNKNOWN) == HOST)
         callee = whole = None
         if kind == "unresolved" and self.summarizer is not None:
-            callee = self.summarizer.expression(func, "self" if self.cls is not None else None)
+            callee = self.summarizer.expression(func, "self" if self.cls is not None else None, self.scope_name)
         elif kind == "name" and self.summarizer is not None and func is node.func:
-            whole = self.summarizer.expression(node, "self" if self.cls is not None else None)
+            whole = self.summarizer.expression(node, "self" if self.cls is not None else None, self.scope_name)
         span, text = self.module.span(node), self.module.snippet(func)
         scope = self.scope_name if self.scope_name != self.qualname else ""
         self.calls.append(CallRef(kind, target, span, text, tuple(hosts), callee, self.active, whole, scope, self._passes(node)))
@@ -1064,8 +1065,14 @@ def _dictcomp(ctx: FunctionContext, node: ast.DictComp) -> int:
 
 
 def _lambda(ctx: FunctionContext, node: ast.Lambda) -> int:
+    """Walked as part of its enclosing function (as a closure is), its calls solved in its own scope."""
     ctx.bind_params(node.args, is_method=False)
-    ctx.expr(node.body)
+    outer = ctx.scope_name
+    ctx.scope_name = lambda_scope(outer, node.lineno, node.col_offset)
+    try:
+        ctx.expr(node.body)
+    finally:
+        ctx.scope_name = outer
     return UNKNOWN
 
 

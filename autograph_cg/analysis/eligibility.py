@@ -784,6 +784,11 @@ class Package:
             elif atom[0] == "?":
                 targets += 1
                 self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])
+            elif atom[0] in ("L", "K"):  # `for layer in self.layers: layer.forward(x)`: the method of each item
+                items = self.solver.items(frozenset({atom}))
+                if items:
+                    targets += 1
+                    self._methods(items, name, call, module, result, step)
         if not targets:
             self._unresolved(call, module, result, step)
 
@@ -802,8 +807,9 @@ class Package:
         return None if summary is None else partial(guards.bind, passes=call.passes, summary=summary, owner=holder)  # type: ignore[union-attr]
 
     def _package_function(self, qual: str) -> tuple[str, str, FunctionFacts] | None:
-        """(context, owner, facts) of a package function or method; a nested function is judged with its outer one."""
-        head = qual.split(".<locals>.", 1)[0]
+        """(context, owner, facts) of a package function or method; a nested function is judged with its outer one,
+        a lambda on its own (`index._lambdas`)."""
+        head = qual if qual in self.functions else qual.split(".<locals>.", 1)[0]
         if head in self.functions:
             fmodule, function = self.functions[head]
             return "", fmodule.module, function

@@ -18,7 +18,7 @@ from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, 
 from autograph_cg.analysis.guards import written_guard
 from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
-from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
+from autograph_cg.analysis.resolver.summaries import LAMBDA, MODULE_SCOPE, ScopeSummary
 from autograph_cg.analysis.resolver.summarize import Summarizer
 from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name, statement_calls
 from autograph_cg.analysis.solved import digests
@@ -54,7 +54,7 @@ def index_source(
         scope.suppressions = scan(scope.lines)
     summarizer = Summarizer(scope)
     summaries = _Summaries(summarizer)
-    summaries.guard(MODULE_SCOPE, lambda: [summarizer.module_scope(tree.body)])
+    summaries.guard(MODULE_SCOPE, lambda: summarizer.module_scope(tree.body))
     builders: dict[str, _ClassBuilder] = {}
     function_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     module_sites: list[SiteFacts] = []
@@ -80,6 +80,8 @@ def index_source(
         name: _returns(scope, node, walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False))
         for name, node in function_nodes.items()
     }
+    lambdas = _lambdas(scope, tree, summaries.scopes, summarizer, reachable)
+    functions.update(lambdas)
     facts = ModuleFacts(
         path=path,
         module=module,
@@ -92,11 +94,35 @@ def index_source(
         sites=tuple(module_sites),
         lines=text.count("\n") + 1,
         deep=reachable,
-        complete=deep is True or not (function_nodes or any(b.methods for b in builders.values())),
+        complete=deep is True or not (function_nodes or lambdas or any(b.methods for b in builders.values())),
         scopes=summaries.scopes,
         errors=tuple(summaries.errors),
     )
     return replace(facts, digests=digests(facts))
+
+
+def _lambdas(
+    scope: ModuleScope, tree: ast.Module, scopes: dict[str, ScopeSummary], summarizer: Summarizer, walk: bool
+) -> dict[str, FunctionFacts]:
+    """The facts of each lambda that has a summary, by its scope name: walked as a function that returns its body
+    (when the file's bodies are walked), so that calling one runs that body alone, not the function it is written in."""
+    if not any(LAMBDA in name for name in scopes):
+        return {}
+    nodes = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Lambda)}
+    found: dict[str, FunctionFacts] = {}
+    for name in scopes:
+        if LAMBDA not in name:
+            continue
+        line, col = name.rsplit(LAMBDA, 1)[1].rstrip(">").split(":")
+        node = nodes[(int(line), int(col))]
+        if not walk:
+            found[name] = FunctionFacts(name, name, node.lineno, walked=False)
+            continue
+        function = ast.FunctionDef(name=name, args=node.args, body=[ast.Return(node.body)], decorator_list=[], returns=None)
+        ast.copy_location(function.body[0], node.body)
+        ast.fix_missing_locations(ast.copy_location(function, node))
+        found[name] = _suppressed(scope, _run_guarded(FunctionContext(scope, None, name, summarizer), function, False))
+    return found
 
 
 class _Summaries:

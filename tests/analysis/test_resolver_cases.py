@@ -1792,6 +1792,194 @@ class Configured(Sequential):  # what it assigns that is no layer (a plain objec
 """},
         {"seq.Given": "eligible", "seq.GivenSync": "ineligible", "seq.Assigned": "eligible", "seq.AssignedSync": "ineligible", "seq.Configured": "eligible"},
     ),
+    # a lambda is a function whose body is what it returns: calling one runs that body, not its `__init__`
+    "lambdas": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Linear
+
+from .parts import Clean
+
+
+class Passthrough({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.lin = Linear(4, 4)
+        self.drop = lambda x: x
+
+    def forward(self, x):
+        return self.lin(self.drop(x))
+
+
+class CallsALayer({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Clean()
+        self.run = lambda x: self.inner(x)
+
+    def forward(self, x):
+        return self.run(x)
+
+
+class Syncs({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.scale = lambda x: x / x.max().item()
+
+    def forward(self, x):
+        return self.scale(x)
+"""},
+        {"m.Passthrough": "eligible", "m.CallsALayer": "eligible", "m.Syncs": "ineligible"},
+    ),
+    # registries filled by decorators: a closure storing into its function's container (bound to a part of a module
+    # table by `setdefault`), or into the attribute of the object whose method it is in, holds what the decorators give
+    "decorator-registries": (
+        {"reg.py": """KERNELS = {{}}
+SYNCING = {{}}
+
+
+def register(name):
+    entries = KERNELS.setdefault(name, {{}})
+
+    def decorator(fn):
+        entries[name] = fn
+        return fn
+
+    return decorator
+
+
+def register_syncing(name):
+    def decorator(fn):
+        SYNCING[name] = fn
+        return fn
+
+    return decorator
+
+
+class Registry:
+    def __init__(self):
+        self.classes = {{}}
+
+    def register(self, name):
+        def add(cls):
+            self.classes[name] = cls
+            return cls
+
+        return lambda cls: add(cls)
+
+
+LAYERS = Registry()
+""", "ops.py": """from .reg import LAYERS, register, register_syncing
+from {nn} import {Layer}
+
+
+@register("double")
+def double(x):
+    return x * 2
+
+
+@register_syncing("norm")
+def norm(x):
+    return x / x.max().item()
+
+
+@LAYERS.register("plain")
+class Plain({Layer}):
+    def forward(self, x):
+        return x + 1
+""", "m.py": """from {nn} import {Layer}
+
+from .reg import KERNELS, LAYERS, SYNCING
+
+
+class Kernels({Layer}):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def forward(self, x):
+        return KERNELS.get(self.name)[self.name](x)
+
+
+class Syncing({Layer}):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def forward(self, x):
+        return SYNCING.get(self.name)[self.name](x)
+
+
+class Registered({Layer}):
+    def __init__(self, kind):
+        super().__init__()
+        self.impl = LAYERS.classes[kind]()
+
+    def forward(self, x):
+        return self.impl(x)
+"""},
+        {"m.Kernels": "eligible", "m.Syncing": "ineligible", "m.Registered": "eligible"},
+    ),
+    # `layer.forward(x)` of each item of a container held in `self.layers`
+    "container-item-methods": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}
+
+from .parts import Clean, Sync
+
+
+class Items({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.layers = {List}(Clean() for _ in range(2))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+
+class ItemsSync({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.layers = {List}([Clean(), Sync()])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+"""},
+        {"m.Items": "eligible", "m.ItemsSync": "ineligible"},
+    ),
+    # `from . import ops` in a package's `__init__` binds its submodule: `F.double` through `import ... as F` is a function
+    "submodule-bound-by-its-package": (
+        {"kernels/__init__.py": "from . import ops\n", "kernels/ops.py": """def double(x):
+    return x * 2
+
+
+def norm(x):
+    return x / x.max().item()
+""", "m.py": """from {nn} import {Layer}
+
+from .kernels import ops as F
+
+
+class Runs({Layer}):
+    def __init__(self, fn=F.double):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class RunsSync({Layer}):
+    def __init__(self, fn=F.norm):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+"""},
+        {"m.Runs": "eligible", "m.RunsSync": "ineligible"},
+    ),
 }
 
 
@@ -2085,3 +2273,37 @@ def test_sublayers_registered_in_statements_with_a_trailing_comma_are_known(tmp_
     dense = plan.verdicts["pkg.m.Dense"]
     assert dense.status.value == "eligible", [r.message for r in dense.reasons]
     assert {(s.wrapped_class, s.owner, s.target) for s in plan.sites} == {("pkg.m.Dense", "pkg.m.Net", "self.dense")}
+
+
+REGISTERED_AND_KEPT = """from paddle.nn import Layer
+
+from .parts import Clean, Sync
+
+
+class Stages(Layer):
+    def __init__(self):
+        super().__init__()
+        self.blocks = []
+        for i in range(2):
+            block = self.add_sublayer("block" + str(i), Clean())
+            self.blocks.append(block)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class SyncStages(Stages):
+    def __init__(self):
+        super().__init__()
+        self.blocks.append(self.add_sublayer("last", Sync()))
+"""
+
+
+def test_paddles_add_sublayer_gives_the_layer_it_registers(tmp_path: Path) -> None:
+    """`self.blocks.append(self.add_sublayer(name, Block()))`: Paddle's registration returns the layer, so the plain list
+    holds it (torch's `add_module` returns None and is not read so)."""
+    _write(tmp_path, "paddle", {"parts.py": CLEAN, "m.py": REGISTERED_AND_KEPT})
+    found = _verdicts(tmp_path)
+    assert (found["m.Stages"], found["m.SyncStages"]) == ("eligible", "ineligible")

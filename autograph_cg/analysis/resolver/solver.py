@@ -425,6 +425,8 @@ class Solver(FixedPoint):
         top = self._summary(facts, MODULE_SCOPE)
         variable = top is not None and (name in top.locals or name in self._global_writes(facts))
         qual = facts.imports.get(name)
+        if qual == f"{module}.{name}" and qual in self.package.modules and not variable:
+            return frozenset({("G", qual)})  # `from . import sub` in a package: the submodule (not itself again)
         if variable or qual is not None:  # both, for `try: from x import f` / `except ImportError: f = None`
             found = self._node(("var", (module, MODULE_SCOPE, None), name)) if variable else EMPTY
             return found | self._node(("global", qual)) if qual is not None else found
@@ -671,6 +673,8 @@ class Solver(FixedPoint):
             return self._eval(expr[3], ctx) if runs else EMPTY
         if tag == "*":
             return self._items(self._eval(expr[1], ctx))
+        if tag == "in":  # what a closure stores into a name of the function it is written in: read in the closure
+            return self._eval(expr[2], (ctx[0], expr[1], ("in", ctx) if ctx[2] is not None else None))
         if tag == "named":  # `setattr(self, name, value)`: the value
             return self._eval(expr[2], ctx)
         if tag == "ann":  # `config: LlamaConfig` in a class body: an instance of the package class it names

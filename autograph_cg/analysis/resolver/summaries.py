@@ -16,10 +16,12 @@ An `Expr` is a tuple whose first item is its tag:
     ("u", (e, ...))              any of these (ternaries, `or`, both arms of an `if`)
     ("l", (e, ...))              a list/tuple/set literal; an entry ("*", e) stands for the items of e
     ("d", ((key, e), ...))       a dict literal; key a str, or None when unknown, or "**" for a merged dict
-    ("fn", name)                 a function defined in this module (nested ones too: "outer.<locals>.inner")
+    ("fn", name)                 a function defined in this module (nested ones too: "outer.<locals>.inner"; a lambda,
+                                 named by `lambda_scope`)
     ("not", e)                   a negation (for flags)
     ("if", cond, negated, e)     e, where it flows only when the `if` test cond holds (or fails, negated)
     ("named", name, e)           e, set as the attribute that `name` names (`setattr(self, name, e)`)
+    ("in", scope, e)             e, read in the closure `scope` (what it stores into a name of the function it is in)
     ("ann", e)                   an instance of the package class annotation e names (`config: LlamaConfig` in a class body)
     ("?", reason)                unknown, with why
 """
@@ -42,6 +44,14 @@ def unknown(reason: str) -> Expr:
 
 #: The name of the module-level scope in a module's summaries.
 MODULE_SCOPE = "<module>"
+#: What a lambda's scope name holds: no identifier does, so it never meets a name the code binds.
+LAMBDA = "<lambda:"
+
+
+def lambda_scope(outer: str, line: int, col: int) -> str:
+    """The scope of the lambda written at (line, col) inside scope `outer`: its place tells lambdas apart."""
+    own = f"{LAMBDA}{line}:{col}>"
+    return own if outer == MODULE_SCOPE else f"{outer}.<locals>.{own}"
 #: The attribute under which a layer keeps sublayers added under computed names (`add_module(str(i), m)`).
 ITEMS = "[items]"
 #: The attribute under which an object keeps what `setattr(self, name, value)` sets under computed names.

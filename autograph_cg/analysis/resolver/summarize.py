@@ -12,7 +12,7 @@ from typing import Callable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.scope import ModuleScope, dotted_name, statement_calls
-from autograph_cg.analysis.resolver.summaries import DYNAMIC, HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, unknown
+from autograph_cg.analysis.resolver.summaries import DYNAMIC, HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, lambda_scope, unknown
 
 #: Calls whose arguments the solver reads (they pass values through) but which bind no package parameter.
 #: What rewrite wraps sites in: a wrapped layer runs the layer it wraps.
@@ -32,6 +32,8 @@ _MAX_CONST = 64
 _ADDERS = frozenset({"append", "add", "insert"})
 _EXTENDERS = frozenset({"extend", "update"})
 _REGISTER_LAYER = frozenset({"add_module", "add_sublayer", "register_module"})
+#: The registration whose value is the layer registered.
+_REGISTER_RETURNS = "add_sublayer"
 _REGISTER_TENSOR = frozenset({"register_buffer", "register_parameter", "create_parameter"})
 
 Qualify = Callable[[str], "str | None"]
@@ -43,14 +45,19 @@ class _Scope:
 
     __slots__ = (
         "name", "parent", "self_name", "params", "locals", "returned", "self_attrs", "calls", "nested", "conditions",
-        "globals", "global_writes",
+        "globals", "global_writes", "lambdas", "outer",
     )  # fmt: skip
 
-    def __init__(self, name: str, parent: str | None, self_name: str | None, params: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, name: str, parent: str | None, self_name: str | None, params: frozenset[str] | None = None, lambdas: bool = True,
+        outer: _Scope | None = None,
+    ) -> None:
         self.name = name
+        self.outer = outer  # the function a closure is written in, being read (its names are bound so far)
+        self.lambdas = lambdas  # its lambdas are functions of their own (a scope that has a summary): else unknown
         self.parent = parent
         self.self_name = self_name
-        self.params = params
+        self.params = params  # None: no function's scope (a module, a class body, an expression on its own)
         self.locals: dict[str, list[Expr]] = {}
         self.returned: dict[str, list[Expr]] = {}  # under the one key "": add() keeps the branch conditions
         self.self_attrs: dict[str, list[Expr]] = {}
@@ -61,11 +68,21 @@ class _Scope:
         self.global_writes: dict[str, list[Expr]] = {}
 
     def add(self, table: dict[str, list[Expr]], key: str, value: Expr) -> None:
-        for condition, negated in reversed(self.conditions):  # a value that flows only when its branch runs
-            value = ("if", condition, negated, value)
+        value = self.conditioned(value)
         values = table.setdefault(key, [])
         if value not in values:
             values.append(value)
+
+    def conditioned(self, value: Expr) -> Expr:
+        """`value` as it flows from the statement being read: only when its branches run."""
+        for condition, negated in reversed(self.conditions):
+            value = ("if", condition, negated, value)
+        return value
+
+    def binds(self, name: str) -> bool:
+        """Whether `name` is this function's own (a parameter, or assigned so far): else a store into what it holds
+        goes where it is bound, an enclosing function or the module."""
+        return self.params is None or name in self.locals or name in self.params
 
 
 class Summarizer:
@@ -81,15 +98,17 @@ class Summarizer:
         return dotted_name(node, self.qualify)
 
     # ----- entry points -------------------------------------------------------------------------------------------
-    def module_scope(self, body: list[ast.stmt]) -> ScopeSummary:
-        """Module-level names: imports are left to the facts, definitions to their own summaries."""
+    def module_scope(self, body: list[ast.stmt]) -> list[ScopeSummary]:
+        """Module-level names: imports are left to the facts, definitions to their own summaries; then the
+        summaries of the lambdas written there."""
         scope = _Scope(MODULE_SCOPE, None, None)
         self._statements(body, scope, module_level=True)
-        return self._finish(scope, None)
+        return [self._finish(scope, None), *scope.nested]
 
-    def expression(self, node: ast.expr, self_name: str | None) -> Expr:
-        """One expression on its own (a sublayer site's call), read as in a method whose instance is `self_name`."""
-        return self._expr(node, _Scope("", None, self_name))
+    def expression(self, node: ast.expr, self_name: str | None, scope: str = "") -> Expr:
+        """One expression on its own (a sublayer site's call), read as in a method whose instance is `self_name`;
+        `scope`: the summarized scope it is written in, whose lambdas it names (else they are unknown)."""
+        return self._expr(node, _Scope(scope, None, self_name, lambdas=bool(scope)))
 
     def condition(self, node: ast.expr, self_name: str | None) -> Expr:
         """An `if` test as a truth to evaluate: ("and"|"or", (e, ...)), ("not", e), ("is", e, negated) for a
@@ -118,7 +137,7 @@ class Summarizer:
 
     def class_body(self, node: ast.ClassDef) -> dict[str, tuple[Expr, ...]]:
         """Class attributes (`expansion = 4`, `act_layer = nn.GELU`), as the class's own names."""
-        scope = _Scope(f"{node.name}.<body>", None, None)
+        scope = _Scope(f"{node.name}.<body>", None, None, lambdas=False)
         for statement in node.body:
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._statement(statement, scope, module_level=True)
@@ -129,7 +148,9 @@ class Summarizer:
                 scope.locals[statement.target.id].append(("ann", self._expr(statement.annotation, scope)))
         return {k: tuple(v) for k, v in scope.locals.items()}
 
-    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, owner: bool, parent: str | None = None) -> list[ScopeSummary]:
+    def function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, owner: bool, parent: str | None = None, outer: _Scope | None = None
+    ) -> list[ScopeSummary]:
         """The summary of `node` (named `name` in its module), then those of the functions nested in it."""
         method = ""
         if owner:
@@ -139,12 +160,12 @@ class Summarizer:
         positional = [a.arg for a in args.posonlyargs + args.args]
         self_name = positional[0] if method == "method" and positional else None
         every = positional + [a.arg for a in args.kwonlyargs] + [a.arg for a in (args.vararg, args.kwarg) if a]
-        scope = _Scope(name, parent, self_name, frozenset(every))
+        scope = _Scope(name, parent, self_name, frozenset(every), outer=outer)
         self._statements(node.body, scope, module_level=False)
         return [self._finish(scope, node, method), *scope.nested]
 
     # ----- statements ----------------------------------------------------------------------------------------------
-    def _finish(self, scope: _Scope, node: ast.FunctionDef | ast.AsyncFunctionDef | None, method: str = "") -> ScopeSummary:
+    def _finish(self, scope: _Scope, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None, method: str = "") -> ScopeSummary:
         if node is None:
             return ScopeSummary(
                 scope.name,
@@ -246,13 +267,25 @@ class Summarizer:
             if not module_level:
                 nested = f"{scope.name}.<locals>.{node.name}"  # type: ignore[attr-defined]
                 scope.add(scope.locals, node.name, ("fn", nested))  # type: ignore[attr-defined]
-                scope.nested.extend(self.function(node, nested, owner=False, parent=scope.name))  # type: ignore[arg-type]
+                scope.nested.extend(self.function(node, nested, owner=False, parent=scope.name, outer=scope))  # type: ignore[arg-type]
+            else:
+                self._decorated(node, scope)  # type: ignore[arg-type]
         elif kind is ast.ClassDef:
             if not module_level:
                 scope.add(scope.locals, node.name, unknown("a class defined in a function"))  # type: ignore[attr-defined]
+            else:
+                self._decorated(node, scope)  # type: ignore[arg-type]
         elif kind is ast.Match:
             for case in node.cases:  # type: ignore[attr-defined]
                 self._statements(case.body, scope, module_level)
+
+    def _decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, scope: _Scope) -> None:
+        """`@register("name")` over a module-level definition calls the decorator with it, innermost first: a registry
+        that decorators fill holds what they are given."""
+        value: Expr = ("n", node.name)
+        for decorator in reversed(node.decorator_list):
+            value = ("call", self._expr(decorator, scope), (value,), ())
+            scope.calls.append(value)
 
     def _named(self, node: ast.expr, scope: _Scope) -> None:
         """`(x := value)` inside a test or a comparison binds x in the function, like an assignment."""
@@ -282,8 +315,8 @@ class Summarizer:
                 self._bind(element.value if isinstance(element, ast.Starred) else element, item, scope)
         elif kind is ast.Attribute:
             owner = target.value  # type: ignore[attr-defined]
-            if _names_self(owner, scope):
-                scope.add(scope.self_attrs, target.attr, value)  # type: ignore[attr-defined]
+            if isinstance(owner, ast.Name):
+                self._store_attr(owner.id, target.attr, value, scope)  # type: ignore[attr-defined]
         elif kind is ast.Subscript:
             self._store_into(target.value, ("d", ((None, value),)), scope)  # type: ignore[attr-defined]
         elif kind is ast.Starred:
@@ -295,11 +328,40 @@ class Summarizer:
         if _names_self(container, scope):
             scope.add(scope.self_attrs, ITEMS, value)
         elif isinstance(container, ast.Name):
-            scope.add(scope.locals, container.id, value)
-        elif isinstance(container, ast.Attribute) and _names_self(container.value, scope):
-            scope.add(scope.self_attrs, container.attr, value)
+            self._store_name(container.id, value, scope, set())
+        elif isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name):
+            self._store_attr(container.value.id, container.attr, value, scope)
 
-    def _call_statement(self, call: ast.Call, scope: _Scope) -> None:
+    def _store_name(self, name: str, value: Expr, scope: _Scope, seen: set[str]) -> None:
+        """What `name` holds gains `value`, where the name is bound: here, else in the function a closure is written
+        in (read in the closure's scope: `("in", closure, value)`), else in the module (a function filling a module's
+        registry). A container bound here to a part of another (`registry = table.setdefault(key, {})`, `table[key]`,
+        `table.get(key)`) is that one's too: the other holds what it gains."""
+        if scope.binds(name):
+            scope.add(scope.locals, name, value)
+            if scope.params is None or name in seen:
+                return
+            seen.add(name)
+            for bound in list(scope.locals[name]):
+                base = _part_of(bound)
+                if base is not None and base[0] == "n":
+                    self._store_name(base[1], ("d", ((None, value),)), scope, seen)
+                elif base is not None and base[0] == "s" and scope.self_name is not None:
+                    self._store_attr(scope.self_name, base[1], ("d", ((None, value),)), scope)
+        elif scope.outer is not None:
+            self._store_name(name, ("in", scope.name, scope.conditioned(value)), scope.outer, seen)
+        else:
+            scope.add(scope.global_writes, name, value)
+
+    def _store_attr(self, owner: str, attr: str, value: Expr, scope: _Scope) -> None:
+        """`self.attr = value` (or a store into it) of the method's own `self`, or of the method a closure is written in."""
+        if owner == scope.self_name:
+            scope.add(scope.self_attrs, attr, value)
+        elif not scope.binds(owner) and scope.outer is not None:
+            self._store_attr(owner, attr, ("in", scope.name, scope.conditioned(value)), scope.outer)
+
+    def _call_statement(self, call: ast.Call, scope: _Scope, added: Expr | None = None) -> None:
+        """`added`: the second argument, already read (a registration whose value is used, see `_call`)."""
         func = call.func
         if isinstance(func, ast.Attribute) and _names_self(func.value, scope) and func.attr in _REGISTER_LAYER and not call.args and len(call.keywords) == 2:  # type: ignore[attr-defined]
             named = {k.arg: k.value for k in call.keywords}  # `self.add_sublayer(name="conv", sublayer=...)`
@@ -317,18 +379,18 @@ class Summarizer:
                 return
             if method in _REGISTER_LAYER and len(call.args) >= 2 and not _names_self(owner, scope):
                 # `self.blocks.add_module(str(i), block)`, `stage.add_sublayer(name, b)`: one of that container's items
-                self._store_into(owner, ("l", (self._expr(call.args[1], scope),)), scope)
+                self._store_into(owner, ("l", (added or self._expr(call.args[1], scope),)), scope)
                 return
             if _names_self(owner, scope):
                 name = call.args[0]
                 literal = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
                 if method in _REGISTER_LAYER and len(call.args) >= 2 and literal is not None:
-                    scope.add(scope.self_attrs, literal, self._expr(call.args[1], scope))
+                    scope.add(scope.self_attrs, literal, added or self._expr(call.args[1], scope))
                     return
                 if method in _REGISTER_LAYER and (len(call.args) >= 2 or isinstance(name, ast.Starred)):
                     # a computed name (`add_module(f"layer{i}", m)`, `add_module(*pair)`): one of the layer's items,
                     # and what an attribute no code names may hold (`self.layer1` in forward)
-                    layer = ("i", self._expr(name.value, scope)) if isinstance(name, ast.Starred) else self._expr(call.args[1], scope)
+                    layer = ("i", self._expr(name.value, scope)) if isinstance(name, ast.Starred) else added or self._expr(call.args[1], scope)
                     scope.add(scope.self_attrs, ITEMS, ("l", (layer,)))
                     scope.add(scope.self_attrs, DYNAMIC, layer)
                     return
@@ -415,11 +477,21 @@ class Summarizer:
         if kind is ast.Starred:
             return ("i", self._expr(node.value, scope))  # type: ignore[attr-defined]
         if kind is ast.Lambda:
-            return unknown("a lambda")
+            return self._lambda(node, scope) if scope.lambdas else unknown("a lambda")  # type: ignore[arg-type]
         if kind is ast.Compare or kind is ast.JoinedStr:
             self._named(node, scope)
             return HOST
         return unknown(f"a {kind.__name__} expression")
+
+    def _lambda(self, node: ast.Lambda, scope: _Scope) -> Expr:
+        """A lambda is a function whose body is what it returns: summarized as a closure of `scope`."""
+        name = lambda_scope(scope.name, node.lineno, node.col_offset)
+        args = node.args
+        every = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs] + [a.arg for a in (args.vararg, args.kwarg) if a]
+        inner = _Scope(name, scope.name if scope.name != MODULE_SCOPE else None, None, frozenset(every), outer=scope if scope.params is not None else None)
+        inner.returned[""] = [self._expr(node.body, inner)]
+        scope.nested.extend([self._finish(inner, node), *inner.nested])
+        return ("fn", name)
 
     def _element(self, node: ast.expr, scope: _Scope) -> Expr:
         if isinstance(node, ast.Starred):
@@ -432,6 +504,13 @@ class Summarizer:
 
     def _call(self, node: ast.Call, scope: _Scope) -> Expr:
         func = node.func
+        if (
+            isinstance(func, ast.Attribute) and func.attr == _REGISTER_RETURNS and len(node.args) == 2 and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):  # fmt: skip
+            added = self._expr(node.args[1], scope)  # `block = self.add_sublayer(name, Block())`: registered, and the
+            self._call_statement(node, scope, added)  # value is the layer given (Paddle's returns it; torch's
+            return added  # `add_module` returns None, so its value is never used)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
             inner = func.value.func
             if isinstance(inner, ast.Name) and inner.id == "super":
@@ -469,7 +548,7 @@ class Summarizer:
         while isinstance(func, ast.Attribute):
             parts.append(func.attr)
             func = func.value
-        if not isinstance(func, ast.Name) or func.id in scope.locals or func.id in scope.params:
+        if not isinstance(func, ast.Name) or func.id in scope.locals or func.id in (scope.params or ()):
             return None
         base = self.qualify(func.id)
         if base is None:
@@ -477,6 +556,17 @@ class Summarizer:
                 return "builtins." + func.id
             return None
         return ".".join([base, *reversed(parts)]) if parts else base
+
+
+def _part_of(bound: Expr) -> Expr | None:
+    """The container that a value bound to a name is a part of (`table[key]`, `table.setdefault(key, {})`), if any."""
+    while bound[0] == "if":
+        bound = bound[3]
+    if bound[0] in ("i", "key") and len(bound) > 2:
+        return bound[1]
+    if bound[0] == "call" and bound[1][0] == "a" and bound[1][2] in ("setdefault", "get"):
+        return bound[1][1]
+    return None
 
 
 def _key(node: ast.expr | None) -> str | None:

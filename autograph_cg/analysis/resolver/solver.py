@@ -74,7 +74,6 @@ class Solver(FixedPoint):
         self.index_from = index_from  # when given: the solver whose index of calls by name this one shares
         self._sites: CallSites | None = None
         self._globals: dict[str, set[str]] = {}
-        self._updated: dict[str, dict[str, list[Expr]]] = {}  # module -> what its body adds to its dicts (`_updates`)
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._writers: dict[str, _Writes] = {}  # class -> what its methods assign on self (`_writes`)
         self._top: set[str] | None = None
@@ -285,7 +284,6 @@ class Solver(FixedPoint):
         for key in reads:
             if key[0] == "globals":
                 self._globals.pop(key[1], None)
-                self._updated.pop(key[1], None)
             elif key[0] == "writes":
                 self._writers.pop(key[1], None)
         super().forget(reads)
@@ -467,19 +465,6 @@ class Solver(FixedPoint):
             found = self._globals[facts.module] = {n for s in facts.scopes.values() for n in s.global_writes}
         return found
 
-    def _updates(self, module: str, top: ScopeSummary) -> dict[str, list[Expr]]:
-        """What the module's own body adds to its dicts (`NAMES.update({...})`), by name: a table of names extended
-        where it is bound holds those entries too."""
-        self._read(("globals", module))
-        found = self._updated.get(module)
-        if found is None:
-            found = self._updated[module] = {}
-            for call in top.calls:
-                callee, args = call[1], call[2]
-                if callee[0] == "a" and callee[2] == "update" and callee[1][0] == "n" and len(args) == 1 and args[0][0] != "*":
-                    found.setdefault(callee[1][1], []).append(args[0])
-        return found
-
     def _exports(self, module: str, name: str, seen: set[str]) -> bool:
         """Whether `from module import *` brings `name` (following that module's own star imports)."""
         facts = self.package.modules.get(module)
@@ -516,8 +501,6 @@ class Solver(FixedPoint):
             self._read(("globals", ctx[0]))
             for other in facts.scopes.values():
                 parts.extend(self._eval(e, (ctx[0], other.name, None)) for e in other.global_writes.get(name, ()))
-        if ctx[1] == MODULE_SCOPE and name in summary.locals:  # `TABLE.update({...})` where TABLE is bound: its entries too
-            parts.extend(self._eval(e, ctx) for e in self._updates(ctx[0], summary).get(name, ()))
         if name in summary.params or name in (summary.vararg, summary.kwarg):
             site = ctx[2]
             if site is not None and site[0] == "self" and name != summary.self_name:

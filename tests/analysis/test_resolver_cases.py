@@ -1744,7 +1744,8 @@ class Configured(Sequential):  # what it assigns that is no layer (a plain objec
     # extended by `update` where it is bound); a required `config` that no call passes is of the class that the class
     # running the method declares for the attribute the method stores it in (through `super().__init__(config)`),
     # whether the method is its own or inherited (a mixin's, or a base's `__init__` under a subclass declaring
-    # another); a config the declarations do not tell (a sub-config) leaves what is built unknown
+    # another), and what another class's `super().__init__(config)` passes to the mixin is not the others' config;
+    # a config the declarations do not tell (a sub-config) leaves what is built unknown
     "auto-class-factory": (
         {"parts.py": CLEAN, "models/__init__.py": "", "models/auto/__init__.py": "", "models/auto/names.py": """from collections import OrderedDict
 
@@ -1884,6 +1885,11 @@ class ExtraHead(GenericHead, ExtraPreTrained):
     pass
 
 
+class OwnInitHead(GenericHead, SyncyPreTrained):
+    def __init__(self, config: SyncyConfig):
+        super().__init__(config)
+
+
 class PlainWrapper(PlainPreTrained):
     def __init__(self, config):
         super().__init__(config)
@@ -1906,7 +1912,7 @@ class SubWrapper(PlainPreTrained):
         return self.inner(x)
 """},
         {
-            "models.zoo.PlainHead": "eligible", "models.zoo.SyncyHead": "ineligible", "models.zoo.ExtraHead": "eligible",
+            "models.zoo.PlainHead": "eligible", "models.zoo.SyncyHead": "ineligible", "models.zoo.ExtraHead": "eligible", "models.zoo.OwnInitHead": "ineligible",
             "models.zoo.PlainWrapper": "eligible", "models.zoo.SyncyWrapper": "ineligible", "models.zoo.SubWrapper": "unknown",
         },
     ),

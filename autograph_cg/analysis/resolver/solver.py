@@ -416,16 +416,19 @@ class Solver(FixedPoint):
                 break
             if name in summary.locals or name in summary.params or name in (summary.vararg, summary.kwarg):
                 runs_for = None
+                inherited = site is not None and site[0] == "self"
                 if name not in summary.locals and name != summary.self_name and scope_name == ctx[1] and summary.method == "method":
-                    runs_for = site[1] if site is not None and site[0] == "self" else owner_class(module, scope_name, self.package)
-                if site is not None and site[0] == "self" and name not in summary.locals and name != summary.self_name:
+                    runs_for = site[1] if inherited else owner_class(module, scope_name, self.package)
+                if inherited and name not in summary.locals and name != summary.self_name:
                     site = None  # a parameter of an inherited method is the same whatever class it runs for
                 found = self._node(("var", (module, scope_name, site), name))
                 unseen = _unseen(name, summary)
-                if runs_for is not None and unseen in found:  # a class that declares what it stores tells (`_declared`)
+                if runs_for is not None and (inherited or unseen in found):
+                    # a class that declares what the method stores tells (`_declared`); run for a class that inherits
+                    # it, that is all it holds: what calls made for other classes pass is theirs
                     declared = self._declared(runs_for, module, summary, name, 0)
                     if declared:
-                        return (found - {unseen}) | declared
+                        return declared if inherited else (found - {unseen}) | declared
                 return found
             if summary.parent is None:
                 break

@@ -1980,6 +1980,183 @@ class RunsSync({Layer}):
 """},
         {"m.Runs": "eligible", "m.RunsSync": "ineligible"},
     ),
+    # transformers' auto classes (`resolver/registries.py`): `Auto.from_config(config)` builds the class that the name
+    # tables of the package's own source pair with the config's class (a table made from a literal list of pairs, and
+    # extended by `update` where it is bound); a required `config` that no call passes is of the class that the class
+    # running the method declares for the attribute the method stores it in (through `super().__init__(config)`),
+    # whether the method is its own or inherited (a mixin's, or a base's `__init__` under a subclass declaring
+    # another), and what another class's `super().__init__(config)` passes to the mixin is not the others' config;
+    # a config the declarations do not tell (a sub-config) leaves what is built unknown
+    "auto-class-factory": (
+        {"parts.py": CLEAN, "models/__init__.py": "", "models/auto/__init__.py": "", "models/auto/names.py": """from collections import OrderedDict
+
+CONFIG_NAMES = OrderedDict([("plain", "PlainConfig"), ("syncy", "SyncyConfig")])
+CONFIG_NAMES.update({{"extra": "ExtraConfig"}})
+""", "models/auto/auto_factory.py": """import importlib
+from collections import OrderedDict
+
+
+def _find(module, name):
+    return getattr(module, name)
+
+
+class _LazyAutoMapping(OrderedDict):
+    def __init__(self, config_names, model_names):
+        self.kinds = dict((v, k) for k, v in config_names.items())
+        self.model_names = model_names
+
+    def __getitem__(self, config_class):
+        kind = self.kinds[config_class.__name__]
+        return _find(importlib.import_module("." + kind, "pkg.models"), self.model_names[kind])
+
+
+class _BaseAutoModelClass:
+    _model_mapping = None
+
+    @classmethod
+    def from_config(cls, config, **kwargs):
+        return cls._model_mapping[type(config)]._from_config(config, **kwargs)
+""", "models/auto/modeling_auto.py": """from collections import OrderedDict
+
+from .auto_factory import _BaseAutoModelClass, _LazyAutoMapping
+from .names import CONFIG_NAMES
+
+MODEL_NAMES = OrderedDict([("plain", "PlainModel"), ("syncy", "SyncyModel"), ("extra", "ExtraModel")])
+MODEL_MAPPING = _LazyAutoMapping(CONFIG_NAMES, MODEL_NAMES)
+
+
+class AutoModel(_BaseAutoModelClass):
+    _model_mapping = MODEL_MAPPING
+""", "models/zoo.py": """from {nn} import {Layer}
+
+from ..parts import Clean, Sync
+from .auto.modeling_auto import AutoModel
+
+
+class Config:
+    sub = None
+
+
+class PlainConfig(Config):
+    pass
+
+
+class SyncyConfig(Config):
+    pass
+
+
+class ExtraConfig(Config):
+    pass
+
+
+class PreTrained({Layer}):
+    config: Config
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    @classmethod
+    def _from_config(cls, config, **kwargs):
+        return cls(config, **kwargs)
+
+
+class PlainPreTrained(PreTrained):
+    config: PlainConfig
+    prefix = "model"
+
+
+class SyncyPreTrained(PreTrained):
+    config: SyncyConfig
+    prefix = "model"
+
+
+class ExtraPreTrained(PreTrained):
+    config: ExtraConfig
+    prefix = "model"
+
+
+class PlainModel(PlainPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.body = Clean()
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class SyncyModel(SyncyPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.body = Sync()
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class ExtraModel(ExtraPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.body = Clean()
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class GenericHead:
+    prefix = "model"
+
+    def __init__(self, config):
+        super().__init__(config)
+        setattr(self, self.prefix, AutoModel.from_config(config))
+
+    def forward(self, x):
+        return getattr(self, self.prefix)(x)
+
+
+class PlainHead(GenericHead, PlainPreTrained):
+    pass
+
+
+class SyncyHead(GenericHead, SyncyPreTrained):
+    pass
+
+
+class ExtraHead(GenericHead, ExtraPreTrained):
+    pass
+
+
+class OwnInitHead(GenericHead, SyncyPreTrained):
+    def __init__(self, config: SyncyConfig):
+        super().__init__(config)
+
+
+class PlainWrapper(PlainPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.inner = AutoModel.from_config(config)
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class SyncyWrapper(PlainWrapper):
+    config: SyncyConfig
+
+
+class SubWrapper(PlainPreTrained):
+    def __init__(self, config):
+        super().__init__(config)
+        self.inner = AutoModel.from_config(config.sub)
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {
+            "models.zoo.PlainHead": "eligible", "models.zoo.SyncyHead": "ineligible", "models.zoo.ExtraHead": "eligible", "models.zoo.OwnInitHead": "ineligible",
+            "models.zoo.PlainWrapper": "eligible", "models.zoo.SyncyWrapper": "ineligible", "models.zoo.SubWrapper": "unknown",
+        },
+    ),
 }
 
 

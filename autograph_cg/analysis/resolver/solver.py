@@ -20,6 +20,7 @@ from typing import Any, Callable, Hashable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
 from autograph_cg.analysis.resolver.fixpoint import FixedPoint
+from autograph_cg.analysis.resolver.registries import auto_build
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
@@ -76,6 +77,7 @@ class Solver(FixedPoint):
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._writers: dict[str, _Writes] = {}  # class -> what its methods assign on self (`_writes`)
         self._top: set[str] | None = None
+        self._by_name: dict[str, list[str]] | None = None  # the package's classes by their own name (`classes_named`)
         self._getitem_calls: dict[Expr, Expr] = {}  # `table[key]` -> the `__getitem__` call it makes (kept: its id is a context's)
 
     def _roots(self) -> set[str]:
@@ -86,7 +88,7 @@ class Solver(FixedPoint):
 
     def __getstate__(self) -> dict:
         """Kept across runs without the package, whose facts the next run reads afresh (`rebind`)."""
-        return {**self.__dict__, "package": None, "_scopes_of": {}, "_writers": {}, "_stack": [], "asker": None, "forgotten": set()}
+        return {**self.__dict__, "package": None, "_scopes_of": {}, "_writers": {}, "_by_name": None, "_stack": [], "asker": None, "forgotten": set()}
 
     def rebind(self, package: PackageView, asker: "Callable[[], Hashable | None] | None") -> None:
         """Answer for `package`, a deeper index of the same files or a later run's: what is solved stays solved."""
@@ -94,6 +96,7 @@ class Solver(FixedPoint):
         self.asker = asker
         self._scopes_of.clear()
         self._writers.clear()
+        self._by_name = None
         if self._sites is not None:
             self._sites.package = package
 
@@ -103,6 +106,14 @@ class Solver(FixedPoint):
         self._prepare()
         assert self._sites is not None
         return self._sites
+
+    def classes_named(self, name: str) -> list[str]:
+        """The package classes whose own name is `name` (a class a table of names names)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for qual in self.package.classes:
+                self._by_name.setdefault(qual.rpartition(".")[2], []).append(qual)
+        return self._by_name.get(name, [])
 
     def _function_scope(self, qual: str) -> tuple[str, str] | None:
         if qual not in self._scopes_of:
@@ -404,9 +415,21 @@ class Solver(FixedPoint):
             if summary is None:
                 break
             if name in summary.locals or name in summary.params or name in (summary.vararg, summary.kwarg):
-                if site is not None and site[0] == "self" and name not in summary.locals and name != summary.self_name:
+                runs_for = None
+                inherited = site is not None and site[0] == "self"
+                if name not in summary.locals and name != summary.self_name and scope_name == ctx[1] and summary.method == "method":
+                    runs_for = site[1] if inherited else owner_class(module, scope_name, self.package)
+                if inherited and name not in summary.locals and name != summary.self_name:
                     site = None  # a parameter of an inherited method is the same whatever class it runs for
-                return self._node(("var", (module, scope_name, site), name))
+                found = self._node(("var", (module, scope_name, site), name))
+                unseen = _unseen(name, summary)
+                if runs_for is not None and (inherited or unseen in found):
+                    # a class that declares what the method stores tells (`_declared`); run for a class that inherits
+                    # it, that is all it holds: what calls made for other classes pass is theirs
+                    declared = self._declared(runs_for, module, summary, name, 0)
+                    if declared:
+                        return declared if inherited else (found - {unseen}) | declared
+                return found
             if summary.parent is None:
                 break
             if site is not None and site[0] == "in":  # a closure walked inside one run of an enclosing function
@@ -541,8 +564,53 @@ class Solver(FixedPoint):
                 return instances(self._eval(annotation, outer), self.package.classes.__contains__)
             if self.defaults:  # no build the package makes calls it without the argument: no default to read
                 return EMPTY
-            return unknown(f"parameter `{name}` of {summary.name}, which no call seen passes")
+            return frozenset({_unseen(name, summary)})
         return union(parts)
+
+    def _declared(self, cls: str, module: str, summary: ScopeSummary, name: str, depth: int) -> Value:
+        """What parameter `name` of a method that `cls` runs holds when no call seen passes it but the method stores it
+        unchanged in an attribute whose class `cls` declares: `config: LlamaConfig` in a class body, and
+        `PreTrainedModel.__init__` storing `self.config = config`, reached through `super().__init__(config)`. A value
+        stored there is of that class, as a type checker reads the declaration (which `self.config` already trusts)."""
+        found = union(self._declaration(cls, attr) for attr, exprs in summary.self_attrs.items() if ("n", name) in exprs)
+        owner = owner_class(module, summary.name, self.package)
+        if found or depth >= 4 or owner is None:
+            return found
+        assert self._sites is not None
+        for call in summary.calls:
+            if call[1][0] != "sup":
+                continue
+            passed = [k for k, v in call[3] if k is not None and v == ("n", name)]
+            positional = call[2].index(("n", name)) if ("n", name) in call[2] else -1
+            if positional < 0 and not passed or any(a[0] == "*" for a in call[2][: positional + 1]):
+                continue
+            target = self._sites.method_owner(cls, call[1][1], after=owner)
+            if target is None:
+                continue
+            target_module, facts = self.package.classes[target]
+            callee = self.scope(target_module.module, f"{facts.name}.{call[1][1]}")
+            if callee is None or callee.method != "method":
+                continue
+            if positional >= 0 and positional + 1 < callee.positional:
+                passed.append(callee.params[positional + 1])
+            for param in passed:
+                if param in callee.params:
+                    found |= self._declared(cls, target_module.module, callee, param, depth + 1)
+        return found
+
+    def _declaration(self, cls: str, attr: str) -> Value:
+        """The instances of package classes the nearest class body of `cls`'s MRO declaring `attr` (`config:
+        LlamaConfig`, without a value) names; nothing when the nearest one gives it a value or names no package class."""
+        for owner in self.package.mro(cls):
+            module, facts = self.package.classes[owner]
+            exprs = facts.attrs.get(attr)
+            if exprs:
+                if any(e[0] != "ann" for e in exprs):
+                    return EMPTY
+                found = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in exprs)
+                if found:
+                    return found
+        return EMPTY
 
     def _bind(self, call: Expr, ctx: Ctx, skip: int, summary: ScopeSummary, name: str, index: int) -> Value:
         """What one call passes to parameter `name` (`skip` leading parameters are bound implicitly)."""
@@ -967,6 +1035,9 @@ class Solver(FixedPoint):
 
     # ----- calls -------------------------------------------------------------------------------------------------
     def _call(self, expr: Expr, ctx: Ctx) -> Value:
+        built = auto_build(self, expr, ctx)  # transformers' `AutoModel.from_config(config)`: see `registries`
+        if built is not None:
+            return built
         callee = self._eval(expr[1], ctx)
         out: set[Atom] = set()
         package = self.package
@@ -1088,8 +1159,8 @@ class Solver(FixedPoint):
                 found = unknown("getattr of a computed name")
             return found | (self._eval(args[2], ctx) if len(args) > 2 else EMPTY)
         if qual in ("builtins.dict", "collections.OrderedDict"):
-            pairs: set[tuple[Any, Atom]] = set()
-            for atom in first:
+            pairs: set[tuple[Any, Atom]] = set(self._literal_pairs(args[0], ctx)) if args else set()
+            for atom in first if not pairs else ():
                 if atom[0] == "K":
                     pairs |= atom[1]
                 elif atom[0] == "L":  # dict([(k, v), ...]): the items of the pairs
@@ -1115,6 +1186,16 @@ class Solver(FixedPoint):
         return frozenset({listing(self._items(first))})  # list, tuple, set, sorted, reversed, filter
 
 
+    def _literal_pairs(self, arg: Expr, ctx: Ctx) -> list[tuple[Any, Atom]]:
+        """`OrderedDict([("llama", "LlamaModel"), ...])`: a dict built from a literal list of pairs with literal string
+        keys keeps its keys (a table of names read as data); [] for anything else."""
+        if arg[0] != "l" or not arg[1]:
+            return []
+        if not all(p[0] == "l" and len(p[1]) == 2 and p[1][0][0] == "c" and isinstance(p[1][0][1], str) for p in arg[1]):
+            return []
+        return [(p[1][0][1], atom) for p in arg[1] for atom in self._eval(p[1][1], ctx)]
+
+
 class _Writes:
     """What the methods of one class assign on self: its methods with a summary (in the order the class defines them,
     `__init__` last), and, by attribute, those that may write it (by name, or under computed names)."""
@@ -1137,6 +1218,11 @@ class _Writes:
         if found is None:
             found = self._writing[attr] = [(m, s) for m, s in self.methods if attr in s.self_attrs or DYNAMIC in s.self_attrs]
         return found
+
+
+def _unseen(name: str, summary: ScopeSummary) -> Atom:
+    """What a parameter without a default holds when no call seen passes it."""
+    return ("?", f"parameter `{name}` of {summary.name}, which no call seen passes")
 
 
 def _compare(atom: Atom, op: str, number: float) -> bool | None:

@@ -89,14 +89,18 @@ class ScopeSummary:
 
 
 def reads_self(expr: tuple, summary: ScopeSummary) -> bool:
-    """Whether `expr` (of `summary`'s scope) may depend on which class `self` is: it reads self, super() or a local
-    (which may have been computed from self). Parts that are no expression (argument lists, keyword pairs) are read
-    through; a keyword named like a tag counts as one, which only errs towards reading self."""
+    """Whether `expr` (of `summary`'s scope) may depend on which class `self` is: it reads self, super(), a local
+    (which may have been computed from self) or a required parameter without annotation (what no call passes may be
+    told by the class's declarations: `Solver._declared`). Parts that are no expression (argument lists, keyword pairs)
+    are read through; a keyword named like a tag counts as one, which only errs towards reading self."""
     if not expr:
         return False
     head = expr[0]
     if head in ("self", "s", "sup"):
         return True
     if head == "n" and len(expr) == 2 and isinstance(expr[1], str):
-        return expr[1] in summary.locals or expr[1] == summary.self_name
+        name = expr[1]
+        return name in summary.locals or name == summary.self_name or (
+            name in summary.params and name not in summary.defaults and name not in summary.annotations
+        )
     return any(isinstance(part, tuple) and reads_self(part, summary) for part in expr)

@@ -1,0 +1,147 @@
+"""transformers' auto classes, read as a type checker's plugin reads a framework's factory.
+
+`AutoModel.from_config(config)` builds a class that the code finds at run time by name: `AutoModel._model_mapping` is
+`_LazyAutoMapping(CONFIG_MAPPING_NAMES, MODEL_MAPPING_NAMES)`, two tables of strings (model type -> config class
+name, model type -> model class name), and `from_config` imports the model's module and reads the class named for the
+model type whose config class is named like `type(config)`. Solving that code as written would need the pairing of
+two 500-entry tables, which values (sets, kept small) cannot hold. So the one step is modelled here, from the
+analyzed package's own data: the tables are read from its source (module variables, as the solver evaluates them),
+the config's class is what the solver finds `config` to be, and the class is looked up by name among the package's
+classes. Nothing is imported and no model name is listed here.
+
+It applies to a package module named `*.models.auto.auto_factory` (transformers, or a copy of it vendored under
+another name) whose `_BaseAutoModelClass` the auto class inherits `from_config` from, built from a
+`_LazyAutoMapping` of that module. The modelled step keeps what that code does:
+
+- remote code (`config.auto_map`) runs only for a config class the tables do not name or when the call asks for it:
+  for a named class `resolve_trust_remote_code(None, ...)` gives False. So a call passing `trust_remote_code` (or
+  a `**` spread, which may hold it) is not modelled, and a config class the tables do not name is unknown;
+- every model type whose config class has that name counts (the code takes one of them), and a table entry that is a
+  tuple of names (a choice by `config.architectures`) counts each name;
+- a name is the class its model package (or the top package) exports under that name; where none is, every package
+  class of that name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr
+from autograph_cg.analysis.resolver.values import Value, union, unknown
+
+if TYPE_CHECKING:
+    from autograph_cg.analysis.resolver.sites import Ctx
+    from autograph_cg.analysis.resolver.solver import Solver
+
+FACTORY_MODULE = ".models.auto.auto_factory"
+BASE = "_BaseAutoModelClass"
+MAPPING = "_LazyAutoMapping"
+
+
+def auto_build(solver: "Solver", expr: Expr, ctx: "Ctx") -> Value | None:
+    """What `Auto.from_config(config)` builds, or None where the call is not one this models (the solver then reads
+    the code as written)."""
+    callee, args, keywords = expr[1], expr[2], expr[3]
+    if callee[0] != "a" or callee[2] != "from_config":
+        return None
+    if any(key in (None, "trust_remote_code") for key, _ in keywords) or any(a[0] == "*" for a in args):
+        return None
+    autos = solver._eval(callee[1], ctx)
+    tables = [_tables(solver, a[1]) if a[0] == "G" else None for a in autos]
+    if not tables or any(t is None for t in tables):
+        return None
+    config = solver._eval(args[0], ctx) if args else union(solver._eval(v, ctx) for k, v in keywords if k == "config")
+    out: list[Value] = []
+    for pair in tables:
+        assert pair is not None
+        out.extend(_built(solver, pair, atom) for atom in config)
+    return union(out)
+
+
+def _tables(solver: "Solver", auto: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The two name tables of auto class `auto` (config class names, model class names, by model type), when it
+    inherits `from_config` from the factory's base and its `_model_mapping` is a `_LazyAutoMapping` of two tables."""
+    package = solver.package
+    if auto not in package.classes:
+        return None
+    owner = solver.sites.method_owner(auto, "from_config")
+    if owner is None or not owner.endswith(f"{FACTORY_MODULE}.{BASE}"):
+        return None
+    for cls in package.mro(auto):
+        module, facts = package.classes[cls]
+        if "_model_mapping" not in facts.attrs:
+            continue
+        ctx = (module.module, MODULE_SCOPE, None)
+        built = [_mapping_args(solver, e, ctx) for e in facts.attrs["_model_mapping"]]
+        if len(built) != 1 or built[0] is None:
+            return None
+        table_ctx, config_arg, model_arg = built[0]
+        configs = _table(solver._eval(config_arg, table_ctx))
+        models = _table(solver._eval(model_arg, table_ctx))
+        return (configs, models) if configs is not None and models is not None else None
+    return None
+
+
+def _mapping_args(solver: "Solver", expr: Expr, ctx: "Ctx") -> "tuple[Ctx, Expr, Expr] | None":
+    """For `_model_mapping = MODEL_MAPPING` (a module variable bound once to `_LazyAutoMapping(CONFIGS, MODELS)`): the
+    context and the two arguments of that call."""
+    if expr[0] != "n":
+        return None
+    module = ctx[0]
+    top = solver.scope(module, MODULE_SCOPE)
+    bound = top.locals.get(expr[1], ()) if top is not None else ()
+    if len(bound) != 1 or bound[0][0] != "call" or len(bound[0][2]) != 2 or bound[0][3]:
+        return None
+    call = bound[0]
+    made = solver._eval(call[1], ctx)
+    if len(made) != 1 or not next(iter(made))[1].endswith(f"{FACTORY_MODULE}.{MAPPING}"):
+        return None
+    return ctx, call[2][0], call[2][1]
+
+
+def _table(value: Value) -> dict[str, Any] | None:
+    """A table of names: one dict whose every key is a string and every entry a string or a list of strings."""
+    if len(value) != 1:
+        return None
+    atom = next(iter(value))
+    if atom[0] != "K":
+        return None
+    table: dict[str, set[str]] = {}
+    for key, entry in atom[1]:
+        if not isinstance(key, str):
+            return None
+        names = [entry] if entry[0] == "C" else list(entry[1]) if entry[0] == "L" else None
+        if names is None or not all(n[0] == "C" and isinstance(n[1], str) for n in names):
+            return None
+        table.setdefault(key, set()).update(n[1] for n in names)
+    return table
+
+
+def _built(solver: "Solver", tables: tuple[dict[str, Any], dict[str, Any]], config: tuple) -> Value:
+    """The instances `from_config` may build for one candidate of `config`."""
+    package = solver.package
+    if config[0] != "I" or config[1] not in package.classes:
+        return unknown("an auto class built from a config whose class cannot be told")
+    name = config[1].rsplit(".", 1)[-1]
+    configs, models = tables
+    wanted = {m for kind, names in configs.items() if name in names for m in models.get(kind, ())}
+    if not wanted:
+        return unknown(f"an auto class built from `{name}`, which its tables do not name")
+    return union(_named_class(solver, m) for m in sorted(wanted))
+
+
+def _named_class(solver: "Solver", name: str) -> Value:
+    """Instances of the package class a table names: the one its model package or the top package exports under that
+    name, else every class of that name."""
+    package = solver.package
+    found = solver.classes_named(name)
+    if not found:
+        return unknown(f"`{name}` is not found in the package")
+    top = found[0].split(".", 1)[0]
+    exported = set()
+    for qual in found:
+        folder = qual.rsplit(".", 2)[0]
+        for home in (folder, top):
+            if home in package.modules and ("G", qual) in solver._module_name(home, name):
+                exported.add(qual)
+    return frozenset(("I", q) for q in exported or found)

@@ -52,6 +52,8 @@ TORCH: list[Layer] = [
     Layer(f"{_T}.PReLU", KNOWN, GPU, "prelu kernel with its weight"),
     Layer(f"{_T}.RReLU", KNOWN, GPU, "rrelu_with_noise: draws from the philox generator in training", True),
     *_rows(KNOWN, GPU, _T, "Identity Flatten Unflatten", "returns its input or a view", True),
+    *_rows(KNOWN, GPU, "torch.ao.quantization", "QuantStub DeQuantStub", "returns its input (until `convert` swaps it for a "
+           "quantized module, which runs on the host's quantized kernels)", True),
     *_rows(KNOWN, GPU, _T, "Linear Bilinear", "addmm / bilinear"),
     Layer("torch.nn.modules.linear.NonDynamicallyQuantizableLinear", KNOWN, GPU, "Linear without its own forward"),
     *_rows(KNOWN, GPU, _T, "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d", "cuDNN convolutions"),

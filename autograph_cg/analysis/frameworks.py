@@ -22,7 +22,7 @@ def is_framework(qualname: str) -> bool:
 
 
 #: Where framework layers live outside `<framework>.nn`: each of these prefixes keys its own lists.
-LAYER_HOMES = ("torchvision.ops", "paddle.vision.ops")
+LAYER_HOMES = ("torchvision.ops", "paddle.vision.ops", "torch.ao.quantization")
 _HOME_ROOTS = frozenset(root(h) for h in LAYER_HOMES) - set(FRAMEWORKS)
 
 

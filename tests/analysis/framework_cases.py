@@ -102,6 +102,8 @@ TORCH_CASES: dict[str, Case] = {
         "CELU ELU GELU Hardshrink Hardsigmoid Hardswish Hardtanh LeakyReLU LogSigmoid Mish ReLU ReLU6 SELU SiLU "
         "Sigmoid Softplus Softshrink Softsign Tanh Tanhshrink GLU PReLU Identity"
     ).split()},
+    "torch.ao.quantization.QuantStub": _ACT(lambda: torch.ao.quantization.QuantStub()),
+    "torch.ao.quantization.DeQuantStub": _ACT(lambda: torch.ao.quantization.DeQuantStub()),
     "torch.nn.Threshold": _ACT(lambda: nn.Threshold(0.1, 20.0)),
     "torch.nn.Softmax": _ACT(lambda: nn.Softmax(dim=-1)),
     "torch.nn.Softmin": _ACT(lambda: nn.Softmin(dim=-1)),

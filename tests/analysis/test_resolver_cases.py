@@ -54,6 +54,51 @@ class SyncBack({fw}.autograd.{function}):
         return grad / grad.max().item()
 """
 
+#: transformers' auto class machinery in small (`auto-class-factory`, `sub-configs`): two tables of names by model type
+#: and the auto class pairing them.
+AUTO_FACTORY = {
+    "models/auto/names.py": """from collections import OrderedDict
+
+CONFIG_NAMES = OrderedDict([("plain", "PlainConfig"), ("syncy", "SyncyConfig")])
+CONFIG_NAMES.update({{"extra": "ExtraConfig"}})
+""", "models/auto/auto_factory.py": """import importlib
+from collections import OrderedDict
+
+
+def _find(module, name):
+    return getattr(module, name)
+
+
+class _LazyAutoMapping(OrderedDict):
+    def __init__(self, config_names, model_names):
+        self.kinds = dict((v, k) for k, v in config_names.items())
+        self.model_names = model_names
+
+    def __getitem__(self, config_class):
+        kind = self.kinds[config_class.__name__]
+        return _find(importlib.import_module("." + kind, "pkg.models"), self.model_names[kind])
+
+
+class _BaseAutoModelClass:
+    _model_mapping = None
+
+    @classmethod
+    def from_config(cls, config, **kwargs):
+        return cls._model_mapping[type(config)]._from_config(config, **kwargs)
+""", "models/auto/modeling_auto.py": """from collections import OrderedDict
+
+from .auto_factory import _BaseAutoModelClass, _LazyAutoMapping
+from .names import CONFIG_NAMES
+
+MODEL_NAMES = OrderedDict([("plain", "PlainModel"), ("syncy", "SyncyModel"), ("extra", "ExtraModel")])
+MODEL_MAPPING = _LazyAutoMapping(CONFIG_NAMES, MODEL_NAMES)
+
+
+class AutoModel(_BaseAutoModelClass):
+    _model_mapping = MODEL_MAPPING
+""",
+}
+
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # a package function that calls what it is given runs, for each caller, what that caller passes
     "helper-per-call-site": (
@@ -1988,46 +2033,7 @@ class RunsSync({Layer}):
     # another), and what another class's `super().__init__(config)` passes to the mixin is not the others' config;
     # a config the declarations do not tell (a sub-config) leaves what is built unknown
     "auto-class-factory": (
-        {"parts.py": CLEAN, "models/__init__.py": "", "models/auto/__init__.py": "", "models/auto/names.py": """from collections import OrderedDict
-
-CONFIG_NAMES = OrderedDict([("plain", "PlainConfig"), ("syncy", "SyncyConfig")])
-CONFIG_NAMES.update({{"extra": "ExtraConfig"}})
-""", "models/auto/auto_factory.py": """import importlib
-from collections import OrderedDict
-
-
-def _find(module, name):
-    return getattr(module, name)
-
-
-class _LazyAutoMapping(OrderedDict):
-    def __init__(self, config_names, model_names):
-        self.kinds = dict((v, k) for k, v in config_names.items())
-        self.model_names = model_names
-
-    def __getitem__(self, config_class):
-        kind = self.kinds[config_class.__name__]
-        return _find(importlib.import_module("." + kind, "pkg.models"), self.model_names[kind])
-
-
-class _BaseAutoModelClass:
-    _model_mapping = None
-
-    @classmethod
-    def from_config(cls, config, **kwargs):
-        return cls._model_mapping[type(config)]._from_config(config, **kwargs)
-""", "models/auto/modeling_auto.py": """from collections import OrderedDict
-
-from .auto_factory import _BaseAutoModelClass, _LazyAutoMapping
-from .names import CONFIG_NAMES
-
-MODEL_NAMES = OrderedDict([("plain", "PlainModel"), ("syncy", "SyncyModel"), ("extra", "ExtraModel")])
-MODEL_MAPPING = _LazyAutoMapping(CONFIG_NAMES, MODEL_NAMES)
-
-
-class AutoModel(_BaseAutoModelClass):
-    _model_mapping = MODEL_MAPPING
-""", "models/zoo.py": """from {nn} import {Layer}
+        {"parts.py": CLEAN, "models/__init__.py": "", "models/auto/__init__.py": "", **AUTO_FACTORY, "models/zoo.py": """from {nn} import {Layer}
 
 from ..parts import Clean, Sync
 from .auto.modeling_auto import AutoModel
@@ -2156,6 +2162,125 @@ class SubWrapper(PlainPreTrained):
             "models.zoo.PlainHead": "eligible", "models.zoo.SyncyHead": "ineligible", "models.zoo.ExtraHead": "eligible", "models.zoo.OwnInitHead": "ineligible",
             "models.zoo.PlainWrapper": "eligible", "models.zoo.SyncyWrapper": "ineligible", "models.zoo.SubWrapper": "unknown",
         },
+    ),
+    # a composite config's sub-configs, as its class declares them (`sub_configs_defaults`, read by the base config
+    # class of `configuration_utils`): a config class is the sub-config's class; the auto config's is picked by the
+    # configuration's model type, so what the declared model type builds is the default build and any other is
+    # unknown (a default that syncs stays ineligible); a subclass assigning the sub-config itself is read as written
+    "sub-configs": (
+        {"parts.py": CLEAN, "models/__init__.py": "", "models/auto/__init__.py": "", **AUTO_FACTORY,
+         "configuration_utils.py": """class SubConfigSpec:
+    def __init__(self, config_class, model_type=None, init_kwargs=None, optional=False):
+        self.config_class = config_class
+        self.model_type = model_type
+
+
+class BaseConfig:
+    sub_configs_defaults = {{}}
+
+    def __post_init__(self):
+        for key, spec in self.sub_configs_defaults.items():
+            if getattr(self, key) is None:
+                setattr(self, key, spec.make())
+""", "models/auto/configuration_auto.py": """from collections import OrderedDict
+
+from .names import CONFIG_NAMES
+
+
+class _LazyConfigMapping(OrderedDict):
+    def __init__(self, names):
+        self.names = names
+
+
+CONFIG_MAPPING = _LazyConfigMapping(CONFIG_NAMES)
+
+
+class AutoConfig:
+    pass
+""", "models/zoo.py": """from {nn} import {Layer}
+
+from ..configuration_utils import BaseConfig, SubConfigSpec
+from ..parts import Clean, Sync
+from .auto.configuration_auto import AutoConfig
+from .auto.modeling_auto import AutoModel
+
+
+class PlainConfig(BaseConfig):
+    model_type = "plain"
+
+
+class SyncyConfig(BaseConfig):
+    model_type = "syncy"
+
+
+class PairConfig(BaseConfig):
+    sub_configs_defaults = {{
+        "left": PlainConfig,
+        "right": SubConfigSpec(config_class=AutoConfig, model_type="plain"),
+        "odd": SubConfigSpec(AutoConfig, "syncy"),
+    }}
+    left: dict | BaseConfig | None = None
+    right: dict | BaseConfig | None = None
+    odd: dict | BaseConfig | None = None
+
+
+class RewrittenConfig(PairConfig):
+    def __post_init__(self):
+        super().__post_init__()
+        self.left = self.right
+
+
+class PlainModel({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        self.body = Clean()
+
+    def forward(self, x):
+        return self.body(x)
+
+    @classmethod
+    def _from_config(cls, config):
+        return cls(config)
+
+
+class SyncyModel(PlainModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.body = Sync()
+
+
+class Wrapper({Layer}):
+    def __init__(self, config: PairConfig):
+        super().__init__()
+        self.left = AutoModel.from_config(config.left)
+        self.right = AutoModel.from_config(config.right)
+        self.odd = AutoModel.from_config(config.odd)
+
+
+class Left(Wrapper):
+    def forward(self, x):
+        return self.left(x)
+
+
+class Right(Wrapper):
+    def forward(self, x):
+        return self.right(x)
+
+
+class Odd(Wrapper):
+    def forward(self, x):
+        return self.odd(x)
+
+
+class Rewritten({Layer}):
+    def __init__(self, config: RewrittenConfig):
+        super().__init__()
+        self.left = AutoModel.from_config(config.left)
+
+    def forward(self, x):
+        return self.left(x)
+"""},
+        {"models.zoo.Left": "eligible", "models.zoo.Right": "conditional", "models.zoo.Odd": "ineligible", "models.zoo.Rewritten": "unknown"},
     ),
 }
 

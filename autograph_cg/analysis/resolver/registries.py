@@ -20,6 +20,17 @@ another name) whose `_BaseAutoModelClass` the auto class inherits `from_config` 
   tuple of names (a choice by `config.architectures`) counts each name;
 - a name is the class its model package (or the top package) exports under that name; where none is, every package
   class of that name.
+
+A composite config's sub-configs (`config.text_config`, which the auto classes build the children of composite models
+from) are read from the config class's own declaration, as the base config class (in a package module named
+`*.configuration_utils`) fills them in: `sub_configs_defaults = {"vision_config": VisionConfig, "text_config":
+SubConfigSpec(config_class=AutoConfig, model_type="llama")}` (`sub_config`). A config class that is the base's
+subclass is the class of the sub-config (the type checker's trust, as for `config: LlamaConfig`); any other (the auto
+config, whose class a configuration's model type picks) makes the default the class the config table
+(`CONFIG_MAPPING` of `*.models.auto.configuration_auto`) names for the declared model type, and what another model type
+builds unknown: only the default and configured solvers, which answer for the default build, leave that out. A
+`backbone_config` goes through the backbone helper, which picks the class by model type (or a timm backbone) for any
+declared class, so it is read like the auto config's.
 """
 
 from __future__ import annotations
@@ -34,6 +45,11 @@ if TYPE_CHECKING:
     from autograph_cg.analysis.resolver.solver import Solver
 
 FACTORY_MODULE = ".models.auto.auto_factory"
+CONFIG_MODULE = ".configuration_utils"
+CONFIG_TABLE_MODULE = ".models.auto.configuration_auto"
+CONFIG_TABLE = "CONFIG_MAPPING"
+SPECS = "sub_configs_defaults"
+BACKBONE = "backbone_config"
 BASE = "_BaseAutoModelClass"
 MAPPING = "_LazyAutoMapping"
 
@@ -145,3 +161,70 @@ def _named_class(solver: "Solver", name: str) -> Value:
             if home in package.modules and ("G", qual) in solver._module_name(home, name):
                 exported.add(qual)
     return frozenset(("I", q) for q in exported or found)
+
+
+def sub_config(solver: "Solver", cls: str, attr: str) -> Value | None:
+    """What `config.attr` holds on an instance of package class `cls` whose nearest `sub_configs_defaults` declares
+    `attr`, or None where no such declaration decides it (a class of the MRO outside the base's module that assigns
+    `attr` itself, an entry not written as a literal: the solver then reads the code as written)."""
+    package = solver.package
+    order = package.mro(cls)
+    owners = [c for c in order if SPECS in package.classes[c][1].attrs]
+    if not owners or not package.classes[owners[-1]][0].module.endswith(CONFIG_MODULE):
+        return None
+    base = owners[-1]
+    home = package.classes[base][0].module
+    if any(attr in solver._written(c) for c in order if package.classes[c][0].module != home):
+        return None
+    module, facts = package.classes[owners[0]]
+    declared = facts.attrs[SPECS]
+    if len(declared) != 1 or declared[0][0] != "d" or any(k in (None, "**") for k, _ in declared[0][1]):
+        return None
+    entries = [e for k, e in declared[0][1] if k == attr]
+    if len(entries) != 1:
+        return None
+    ctx = (module.module, MODULE_SCOPE, None)
+    entry = entries[0]
+    config_class, model_type, optional = entry, None, False
+    if entry[0] == "call":
+        spec = solver._eval(entry[1], ctx)
+        if len(spec) != 1 or not next(iter(spec))[1].startswith(f"{home}."):
+            return None
+        named = dict(zip(("config_class", "model_type", "init_kwargs", "optional"), entry[2]))
+        named.update((k, v) for k, v in entry[3] if k is not None)
+        if "config_class" not in named:
+            return None
+        config_class, model_type = named["config_class"], named.get("model_type")
+        optional = "optional" in named and solver._eval(named["optional"], ctx) != frozenset({("C", False)})
+    classes = solver._eval(config_class, ctx)
+    if len(classes) != 1 or next(iter(classes))[0] != "G":
+        return None
+    chosen = next(iter(classes))[1]
+    nothing = frozenset({("C", None)}) if optional else frozenset()
+    if attr != BACKBONE and chosen in package.classes and base in package.mro(chosen):
+        return frozenset({("I", chosen)}) | nothing
+    types = solver._eval(model_type, ctx) if model_type is not None else solver._class_attribute(chosen, "model_type")
+    default = _default_config(solver, home, types)
+    if default is None:
+        return None
+    if solver.defaults or solver.branches is not None:
+        return default | nothing
+    return default | nothing | unknown(f"sub-config `{attr}`, of the class a configuration's model type picks")
+
+
+def _default_config(solver: "Solver", home: str, types: Value) -> Value | None:
+    """The instances of the config class the package's config table names for model type `types` (one string)."""
+    if len(types) != 1 or next(iter(types))[0] != "C" or not isinstance(next(iter(types))[1], str):
+        return None
+    module = home.removesuffix(CONFIG_MODULE) + CONFIG_TABLE_MODULE
+    top = solver.scope(module, MODULE_SCOPE)
+    bound = top.locals.get(CONFIG_TABLE, ()) if top is not None else ()
+    if len(bound) != 1 or bound[0][0] != "call" or len(bound[0][2]) != 1 or bound[0][3]:
+        return None
+    tables = [_table(frozenset({atom})) for atom in solver._eval(bound[0][2][0], (module, MODULE_SCOPE, None))]
+    if not tables or any(t is None for t in tables):  # a module rebinding the table it imports holds both: they agree
+        return None
+    names = set().union(*(t.get(next(iter(types))[1], ()) for t in tables if t is not None))
+    if len(names) != 1:
+        return None
+    return _named_class(solver, next(iter(names)))

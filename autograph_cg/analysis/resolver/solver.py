@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
 from autograph_cg.analysis.resolver.fixpoint import FixedPoint
-from autograph_cg.analysis.resolver.registries import auto_build
+from autograph_cg.analysis.resolver.registries import auto_build, sub_config
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
@@ -859,6 +859,9 @@ class Solver(FixedPoint):
     def _instance_attribute(self, cls: str, attr: str) -> Value:
         """`self.attr` on an instance of `cls`: the first class of its MRO that assigns or defines it decides."""
         package = self.package
+        declared_sub = sub_config(self, cls, attr)  # a composite config's `text_config`: see `registries`
+        if declared_sub is not None:
+            return declared_sub
         only_declared = False
         for owner in package.mro(cls):
             module, facts = package.classes[owner]

@@ -1918,6 +1918,75 @@ class Registered({Layer}):
 """},
         {"m.Kernels": "eligible", "m.Syncing": "ineligible", "m.Registered": "eligible"},
     ),
+    # a registry keyed by the functions it dispatches for, filled by decorator factories: each registration's store
+    # keeps its own key (the factory's writes solved per call, its closure in that call's run), a lookup by a function
+    # reads what is stored under it, and a method called with arguments that calls through a value is judged per call
+    "registry-keyed-by-functions": (
+        {"kern.py": """import {fw}
+
+KERNELS = {{}}
+
+
+def register(op, kind):
+    table = KERNELS.setdefault(op, {{}})
+
+    def decorator(kernel):
+        table[kind] = kernel
+        return kernel
+
+    return decorator
+
+
+def find(op, kind):
+    table = KERNELS.get(op)
+    for k in kind.__mro__:
+        if k in table:
+            return table[k]
+    return lambda x, *args: x
+""", "ops.py": """import {fw}
+
+from .kern import register
+
+
+def double(x):
+    return x
+
+
+@register(double, {fw}.Tensor)
+def double_tensor(x):
+    return x * 2
+
+
+def norm(x):
+    return x
+
+
+@register(norm, {fw}.Tensor)
+def norm_tensor(x):
+    return x / x.max().item()
+""", "m.py": """from {nn} import {Layer}
+
+from . import ops
+from .kern import find
+
+
+class Op({Layer}):
+    def call_kernel(self, op, x):
+        kernel = find(op, type(x))
+        return kernel(x)
+
+
+class Double(Op):
+    def forward(self, x):
+        return self.call_kernel(ops.double, x)
+
+
+class Norm(Op):
+    def forward(self, x):
+        return self.call_kernel(ops.norm, x)
+"""},
+        {"m.Double": "eligible", "m.Norm": "ineligible"},
+    ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}

@@ -472,13 +472,13 @@ class FunctionContext:
             return None
         index = len(self.conditions)
         text = self.module.snippet(test)
-        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        names, settings = self._read_by(test)
         tested = sorted(names & self.params)
         tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
         expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
         unless = tuple((n, self.unless[n]) for n in tested if n in self.unless)
         fixed = tuple((n, value, ran) for n in sorted(names & self.fixed.keys()) for value, ran in self.fixed[n])
-        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless, fixed, self._settings(test)))
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless, fixed, settings))
         self.tests.append(test)
         return index
 
@@ -508,20 +508,23 @@ class FunctionContext:
             call = self.calls[at]
             self.calls[at] = replace(call, conditions=call.conditions + (index,))
 
-    def _settings(self, test: ast.expr) -> tuple[str, ...]:
-        """The layer's settings `test` reads (`self.config.is_decoder`) that this function has not written: a guard may
-        test them on the wrapped layer before the call."""
-        if self.cls is None or self.scope_name != self.qualname:
-            return ()
-        found = set()
+    def _read_by(self, test: ast.expr) -> tuple[set[str], tuple[str, ...]]:
+        """The names `test` reads, and the layer's settings it reads (`self.config.is_decoder`) that this function has
+        not written: a guard may test those on the wrapped layer before the call."""
+        names: set[str] = set()
+        settings: set[str] = set()
+        own = self.cls is not None and self.scope_name == self.qualname
         for node in ast.walk(test):
-            parts: list[str] = []
-            while isinstance(node, ast.Attribute):
-                parts.append(node.attr)
-                node = node.value
-            if parts and isinstance(node, ast.Name) and node.id == "self" and parts[-1] not in self.writes_self:
-                found.add(".".join(["self", *reversed(parts)]))
-        return tuple(sorted(found))
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif own and isinstance(node, ast.Attribute):
+                parts: list[str] = []
+                while isinstance(node, ast.Attribute):
+                    parts.append(node.attr)
+                    node = node.value
+                if isinstance(node, ast.Name) and node.id == "self" and parts[-1] not in self.writes_self:
+                    settings.add(".".join(["self", *reversed(parts)]))
+        return names, tuple(sorted(settings))
 
     def _rebind(self, name: str, value: ast.expr | None) -> None:
         """A parameter rebound under tests of arguments stays the caller's value where those tests keep the

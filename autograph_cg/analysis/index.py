@@ -18,7 +18,7 @@ from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, 
 from autograph_cg.analysis.guards import written_guard
 from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
-from autograph_cg.analysis.resolver.summaries import LAMBDA, MODULE_SCOPE, ScopeSummary
+from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, ScopeSummary
 from autograph_cg.analysis.resolver.summarize import Summarizer
 from autograph_cg.analysis.scope import ClassScope, ModuleScope, dotted_name, statement_calls
 from autograph_cg.analysis.solved import digests
@@ -80,7 +80,7 @@ def index_source(
         name: _returns(scope, node, walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False))
         for name, node in function_nodes.items()
     }
-    lambdas = _lambdas(scope, tree, summaries.scopes, summarizer, reachable)
+    lambdas = _lambdas(scope, summaries.scopes, summarizer, reachable)
     functions.update(lambdas)
     facts = ModuleFacts(
         path=path,
@@ -101,20 +101,13 @@ def index_source(
     return replace(facts, digests=digests(facts))
 
 
-def _lambdas(
-    scope: ModuleScope, tree: ast.Module, scopes: dict[str, ScopeSummary], summarizer: Summarizer, walk: bool
-) -> dict[str, FunctionFacts]:
+def _lambdas(scope: ModuleScope, scopes: dict[str, ScopeSummary], summarizer: Summarizer, walk: bool) -> dict[str, FunctionFacts]:
     """The facts of each lambda that has a summary, by its scope name: walked as a function that returns its body
     (when the file's bodies are walked), so that calling one runs that body alone, not the function it is written in."""
-    if not any(LAMBDA in name for name in scopes):
-        return {}
-    nodes = {(n.lineno, n.col_offset): n for n in ast.walk(tree) if isinstance(n, ast.Lambda)}
     found: dict[str, FunctionFacts] = {}
-    for name in scopes:
-        if LAMBDA not in name:
+    for name, node in summarizer.lambdas.items():
+        if name not in scopes:
             continue
-        line, col = name.rsplit(LAMBDA, 1)[1].rstrip(">").split(":")
-        node = nodes[(int(line), int(col))]
         if not walk:
             found[name] = FunctionFacts(name, name, node.lineno, walked=False)
             continue

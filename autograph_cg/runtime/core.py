@@ -475,7 +475,7 @@ class Runner:
         params: list,
         bank: GradBank | None,
     ) -> Slot:
-        """The forward graph, and in training the two backward graphs, of one new slot."""
+        """The forward graph, and in training the backward graph, of one new slot."""
         ops, (backend, device) = self.ops, place
         fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
         flat = fwd.capture(run_layer)
@@ -496,11 +496,6 @@ class Runner:
             slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
             ledger.adopt(slot.bwd)
             slot.bwd_seq = ledger.next_seq()
-            if slot.used_params:
-                slot.bwd_fresh = ops.new_graph(backend, device, ledger.pool_for_capture())
-                slot.bwd_fresh.capture(self._backward_fn(slot, bank, ops.foreach_copy_))
-                ledger.adopt(slot.bwd_fresh)
-                slot.bwd_fresh_seq = ledger.next_seq()
         return slot
 
     def _parameter_name(self, param: Any) -> str:
@@ -663,11 +658,11 @@ class Runner:
         else:
             skip = () if reached is None else [j for p, j in enumerate(slot.used_params) if n + p not in reached]
             if slot.stale or not slot.used_params:
-                plan: tuple | None = ((), (), False)
+                plan: tuple | None = ((), ())
             else:
-                plan = bank.prepare(slot.used_params, slot.targets, slot.bwd_fresh is not None)
-            graph, seq = (slot.bwd_fresh, slot.bwd_fresh_seq) if plan and plan[2] else (slot.bwd, slot.bwd_seq)
-            if slot.stale or plan is None or not slot.ledger.may_replay(seq):
+                plan = bank.prepare(slot.used_params, slot.targets)
+            graph = slot.bwd
+            if slot.stale or plan is None or not slot.ledger.may_replay(slot.bwd_seq):
                 in_grads = self._backward_eagerly(slot, present)
             else:
                 graph.replay()

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .ops import Ops
 
 
-_ADD: tuple = ([], [], False)  # the adding graph, nothing to zero or adopt
+_ADD: tuple = ([], [])  # accumulating into the bank's own grads: nothing to zero or adopt
 _is_none = partial(is_, None)
 
 
@@ -28,12 +28,13 @@ class GradBank:
         # elements of them exist at once beside the bank.
         self.group_size = max(sum(self.sizes) // 8, 1)
 
-    def prepare(self, used: tuple, targets: list, can_write: bool) -> tuple[list, list, bool] | None:
+    def prepare(self, used: tuple, targets: list) -> tuple[list, list] | None:
         """Get the views ready for the next backward graph of the parameters ``used`` (their indices;
-        ``targets`` the parameters): returns (cleared, foreign, write). ``write``: every grad was
-        cleared, so the writing graph needs no zeroing. Otherwise the regions the adding graph must
-        not add to are zeroed. None when a region can't be reused. (No lasting reference to a view
-        is kept here: held_elsewhere counts them.)"""
+        ``targets`` the parameters): returns (cleared, foreign), whose regions are zeroed for the
+        adding graph (one memset per flat buffer when every grad was cleared, the usual step: cheaper
+        than a second, writing backward graph whose buffers would live as long as the layer). None
+        when a region can't be reused. (No lasting reference to a view is kept here: held_elsewhere
+        counts them.)"""
         ops, views = self.ops, self.views
         grads = list(map(ops.grad_of, targets))
         if all(map(ops.is_same, grads, [views[j] for j in used])):  # accumulating into the bank's grads
@@ -45,21 +46,19 @@ class GradBank:
             foreign = [j for g, j in zip(grads, used) if g is not None and not ops.is_same(g, views[j])]
         if none and ops.held_elsewhere(self.flats, views, none):
             return None
-        if can_write and len(none) == len(used):
-            return none, foreign, True
         fresh = none + foreign
         if len(fresh) == len(views):
             for flat in self.flats:
                 ops.zero_(flat)
         elif fresh:
             ops.foreach_zero_([views[j] for j in fresh])
-        return none, foreign, False
+        return none, foreign
 
-    def finish(self, plan: tuple[list, list, bool], skip: Sequence[int] = ()) -> None:
+    def finish(self, plan: tuple[list, list], skip: Sequence[int] = ()) -> None:
         """After the backward graph: adopt the views of grads that were None, add into foreign grads;
         ``skip``: parameters this backward did not reach, which eager leaves as they were."""
         ops, params, views = self.ops, self.params, self.views
-        none, foreign, _ = plan
+        none, foreign = plan
         if skip:
             skipped = set(skip)
             none = [j for j in none if j not in skipped]

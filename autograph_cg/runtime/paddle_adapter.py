@@ -322,12 +322,6 @@ class PaddleOps:
                 d.add_(s)
 
     @staticmethod
-    def foreach_copy_(dsts: list, srcs: list) -> None:
-        with paddle.no_grad():
-            for d, s in zip(dsts, srcs):
-                d.copy_(s, False)
-
-    @staticmethod
     def foreach_zero_(ts: list) -> None:
         with paddle.no_grad():
             for t in ts:

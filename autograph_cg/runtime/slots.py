@@ -29,10 +29,8 @@ class Slot:
     targets: list = field(default_factory=list)  # the parameters whose .grad receives the grads
     listened: bool = False  # hooks wait on the targets' accumulation: it must run after each backward
     writers: list = field(default_factory=list)  # where new inputs are copied (static_inputs' memory)
-    bwd: Graph | None = None  # adds parameter grads into the bank
+    bwd: Graph | None = None  # adds parameter grads into the bank (zeroed first where they were cleared)
     bwd_seq: int = 0
-    bwd_fresh: Graph | None = None  # writes them: for a step whose grads were all cleared
-    bwd_fresh_seq: int = 0
     busy: bool = False
     stale: bool = False
     generation: int = 0

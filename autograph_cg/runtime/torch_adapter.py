@@ -469,11 +469,6 @@ class TorchOps:
             torch._foreach_add_(dsts, srcs)
 
     @staticmethod
-    def foreach_copy_(dsts: list, srcs: list) -> None:
-        with torch.no_grad():
-            torch._foreach_copy_(dsts, srcs)
-
-    @staticmethod
     def foreach_zero_(ts: list) -> None:
         with torch.no_grad():
             torch._foreach_zero_(ts)

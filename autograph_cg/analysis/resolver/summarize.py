@@ -93,6 +93,7 @@ class Summarizer:
         self.qualify: Qualify = scope.qualify_name
         self.import_bindings = scope.import_bindings
         self.walrus = ":=" in scope.text  # no `(x := v)` to bind in most files: their tests are not walked for one
+        self.lambdas: dict[str, ast.Lambda] = {}  # each lambda summarized, by its scope name (the walk reads them)
 
     def _qualify_expr(self, node: ast.expr) -> str | None:
         return dotted_name(node, self.qualify)
@@ -489,6 +490,7 @@ class Summarizer:
     def _lambda(self, node: ast.Lambda, scope: _Scope) -> Expr:
         """A lambda is a function whose body is what it returns: summarized as a closure of `scope`."""
         name = lambda_scope(scope.name, node.lineno, node.col_offset)
+        self.lambdas[name] = node
         args = node.args
         every = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs] + [a.arg for a in (args.vararg, args.kwarg) if a]
         inner = _Scope(name, scope.name if scope.name != MODULE_SCOPE else None, None, frozenset(every), outer=scope if scope.params is not None else None)

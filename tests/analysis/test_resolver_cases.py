@@ -1370,6 +1370,102 @@ class Unfilled({Layer}):
 """},
         {"m.Masked": "eligible", "m.Synced": "ineligible", "m.Overridden": "conditional", "m.Unfilled": "unknown"},
     ),
+    # a registry object read with a key from a property of the config (`config._attn_implementation`): the key is
+    # what the getter returns, not the getter function, so the lookup reads every entry of the table, and what only
+    # a setter nobody calls stores stays another configuration's (a package function as an exact key is a module's
+    # own function only)
+    "registry-keyed-by-a-property": (
+        {"m.py": """from collections.abc import MutableMapping
+
+from {nn} import {Layer}, Linear
+
+
+def clean_mask(x):
+    return x * 2
+
+
+def sync_mask(x):
+    if (x > 0).all():
+        return x
+    return x * 2
+
+
+class Interface(MutableMapping):
+    _global_mapping = {{}}
+
+    def __init__(self):
+        self._local_mapping = {{}}
+
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping.update({{key: value}})
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter({{**self._global_mapping, **self._local_mapping}})
+
+    def __len__(self):
+        return len(self._global_mapping.keys() | self._local_mapping.keys())
+
+
+class MaskInterface(Interface):
+    _global_mapping = {{"eager": clean_mask, "sdpa": clean_mask}}
+
+
+class SyncMaskInterface(Interface):
+    _global_mapping = {{"eager": clean_mask, "sync": sync_mask}}
+
+
+MASKS = MaskInterface()
+SYNC_MASKS = SyncMaskInterface()
+
+
+class Config:
+    def __init__(self, attn_implementation="eager"):
+        self._attn_implementation_internal = attn_implementation
+
+    @property
+    def _attn_implementation(self):
+        return self._attn_implementation_internal
+
+
+def create_mask(config, x):
+    mask_interface = MASKS[config._attn_implementation]
+    return mask_interface(x)
+
+
+def create_sync_mask(config, x):
+    mask_interface = SYNC_MASKS[config._attn_implementation]
+    return mask_interface(x)
+
+
+class Masked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(create_mask(self.config, x))
+
+
+class SyncMasked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(create_sync_mask(self.config, x))
+"""},
+        {"m.Masked": "conditional", "m.SyncMasked": "ineligible"},
+    ),
     # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
     # tested branch blocks

@@ -833,11 +833,16 @@ class Solver(FixedPoint):
     def _key(self, atom: Atom) -> Any:
         """The dict key that `atom` is exactly, or None: a string, or a package function (a key compared by identity:
         a registry keyed by the functions it dispatches for, `TABLE.setdefault(fn, {})`). A package function has one
-        qualified name, so a lookup by it meets every store under it; an outside object may go by several."""
+        qualified name, so a lookup by it meets every store under it; an outside object may go by several. Only a
+        module's own functions: a function of a class body stands for what reading it gives, which the resolver does
+        not follow (`config._attn_implementation`, a property, reads as its getter; a method read on an instance is
+        bound anew), so a key read there is not that function and reads every entry."""
         if atom[0] == "C" and isinstance(atom[1], str):
             return atom[1]
-        if atom[0] == "G" and atom[1] not in self.package.classes and self._function_scope(atom[1]) is not None:
-            return atom
+        if atom[0] == "G" and atom[1] not in self.package.classes:
+            scope = self._function_scope(atom[1])
+            if scope is not None and scope[1] != MODULE_SCOPE and "." not in scope[1]:
+                return atom
         return None
 
     def _keys(self, expr: Expr, ctx: Ctx) -> tuple[Any, ...]:

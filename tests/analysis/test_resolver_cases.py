@@ -54,6 +54,53 @@ class SyncBack({fw}.autograd.{function}):
         return grad / grad.max().item()
 """
 
+# registry objects as transformers writes them: a class-wide table, and a local one only `__setitem__` fills
+MASK_TABLES = """from collections.abc import MutableMapping
+
+from {nn} import {Layer}, Linear
+
+
+def clean_mask(x):
+    return x * 2
+
+
+def sync_mask(x):
+    if (x > 0).all():
+        return x
+    return x * 2
+
+
+class Table(MutableMapping):
+    _global_mapping = {{}}
+
+    def __init__(self):
+        self._local_mapping = {{}}
+
+    def __getitem__(self, key):
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping.update({{key: value}})
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter(self._global_mapping)
+
+    def __len__(self):
+        return len(self._global_mapping)
+
+
+class Overridable(Table):
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+
+"""
+
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # a package function that calls what it is given runs, for each caller, what that caller passes
     "helper-per-call-site": (
@@ -1282,51 +1329,7 @@ class TensorFlag({Layer}):
     # table); a local table only a setter nobody calls fills is another configuration; when the default build finds
     # only a constant where a function is called, what runs is unknown, not "what another configuration builds"
     "registry-objects": (
-        {"m.py": """from collections.abc import MutableMapping
-
-from {nn} import {Layer}, Linear
-
-
-def clean_mask(x):
-    return x * 2
-
-
-def sync_mask(x):
-    if (x > 0).all():
-        return x
-    return x * 2
-
-
-class Table(MutableMapping):
-    _global_mapping = {{}}
-
-    def __init__(self):
-        self._local_mapping = {{}}
-
-    def __getitem__(self, key):
-        return self._global_mapping[key]
-
-    def __setitem__(self, key, value):
-        self._local_mapping.update({{key: value}})
-
-    def __delitem__(self, key):
-        del self._local_mapping[key]
-
-    def __iter__(self):
-        return iter(self._global_mapping)
-
-    def __len__(self):
-        return len(self._global_mapping)
-
-
-class Overridable(Table):
-    def __getitem__(self, key):
-        if key in self._local_mapping:
-            return self._local_mapping[key]
-        return self._global_mapping[key]
-
-
-class Masks(Table):
+        {"m.py": MASK_TABLES + """class Masks(Table):
     _global_mapping = {{"clean": clean_mask, "sync": sync_mask}}
 
 
@@ -1375,50 +1378,11 @@ class Unfilled({Layer}):
     # a setter nobody calls stores stays another configuration's (a package function as an exact key is a module's
     # own function only)
     "registry-keyed-by-a-property": (
-        {"m.py": """from collections.abc import MutableMapping
-
-from {nn} import {Layer}, Linear
-
-
-def clean_mask(x):
-    return x * 2
-
-
-def sync_mask(x):
-    if (x > 0).all():
-        return x
-    return x * 2
-
-
-class Interface(MutableMapping):
-    _global_mapping = {{}}
-
-    def __init__(self):
-        self._local_mapping = {{}}
-
-    def __getitem__(self, key):
-        if key in self._local_mapping:
-            return self._local_mapping[key]
-        return self._global_mapping[key]
-
-    def __setitem__(self, key, value):
-        self._local_mapping.update({{key: value}})
-
-    def __delitem__(self, key):
-        del self._local_mapping[key]
-
-    def __iter__(self):
-        return iter({{**self._global_mapping, **self._local_mapping}})
-
-    def __len__(self):
-        return len(self._global_mapping.keys() | self._local_mapping.keys())
-
-
-class MaskInterface(Interface):
+        {"m.py": MASK_TABLES + """class MaskInterface(Overridable):
     _global_mapping = {{"eager": clean_mask, "sdpa": clean_mask}}
 
 
-class SyncMaskInterface(Interface):
+class SyncMaskInterface(Overridable):
     _global_mapping = {{"eager": clean_mask, "sync": sync_mask}}
 
 

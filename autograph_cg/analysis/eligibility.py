@@ -613,7 +613,8 @@ class Package:
         if kind == "self" and context in self.classes:
             method = self.find_method(context, target)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method, holder="self"))
+                runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
+                result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
                 return
             held = self.solver.attribute(context, target)
             self._run(
@@ -631,9 +632,7 @@ class Package:
             resolved = self.resolve(target)
             if resolved is not None and resolved in self.functions:
                 fmodule, function = self.functions[resolved]
-                runs_for = None
-                if call.call is not None and site_depth(here) < SITE_DEPTH and any(c.callee is not None for c in function.calls):
-                    runs_for = self.solver.for_call(call.call, here, fmodule.module, function.qualname)
+                runs_for = self._run_for_call(call, here, fmodule.module, function)
                 result.take(self._function("", fmodule.module, function, runs_for), step, bind=self._binder(call, fmodule.module, function))
             elif resolved is None and target.endswith(".apply") and self._autograd(target[: -len(".apply")]):
                 self._autograd_function(self.resolve(target[: -len(".apply")]) or "", result, step)
@@ -648,6 +647,14 @@ class Package:
             self._run(self.solver.value_in(call.callee, here), call, module, result, step, default=usual, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
+
+    def _run_for_call(self, call: CallRef, here: Ctx, module: str, function: FunctionFacts) -> Ctx | None:
+        """Where a function or method called by name with arguments is judged: for this one call when it calls
+        something through a value (`kernel = find(op); kernel(x)` in `self.call_kernel(ops.double, x)`), so what it
+        runs is what this call's arguments make it, else for any call."""
+        if call.call is None or site_depth(here) >= SITE_DEPTH or not any(c.callee is not None for c in function.calls):
+            return None
+        return self.solver.for_call(call.call, here, module, function.qualname)
 
     # ----- what a call may run ------------------------------------------------------------------------------------
     def _run(

@@ -99,6 +99,53 @@ class AutoModel(_BaseAutoModelClass):
 """,
 }
 
+# registry objects as transformers writes them: a class-wide table, and a local one only `__setitem__` fills
+MASK_TABLES = """from collections.abc import MutableMapping
+
+from {nn} import {Layer}, Linear
+
+
+def clean_mask(x):
+    return x * 2
+
+
+def sync_mask(x):
+    if (x > 0).all():
+        return x
+    return x * 2
+
+
+class Table(MutableMapping):
+    _global_mapping = {{}}
+
+    def __init__(self):
+        self._local_mapping = {{}}
+
+    def __getitem__(self, key):
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping.update({{key: value}})
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter(self._global_mapping)
+
+    def __len__(self):
+        return len(self._global_mapping)
+
+
+class Overridable(Table):
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+
+"""
+
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # a package function that calls what it is given runs, for each caller, what that caller passes
     "helper-per-call-site": (
@@ -1327,51 +1374,7 @@ class TensorFlag({Layer}):
     # table); a local table only a setter nobody calls fills is another configuration; when the default build finds
     # only a constant where a function is called, what runs is unknown, not "what another configuration builds"
     "registry-objects": (
-        {"m.py": """from collections.abc import MutableMapping
-
-from {nn} import {Layer}, Linear
-
-
-def clean_mask(x):
-    return x * 2
-
-
-def sync_mask(x):
-    if (x > 0).all():
-        return x
-    return x * 2
-
-
-class Table(MutableMapping):
-    _global_mapping = {{}}
-
-    def __init__(self):
-        self._local_mapping = {{}}
-
-    def __getitem__(self, key):
-        return self._global_mapping[key]
-
-    def __setitem__(self, key, value):
-        self._local_mapping.update({{key: value}})
-
-    def __delitem__(self, key):
-        del self._local_mapping[key]
-
-    def __iter__(self):
-        return iter(self._global_mapping)
-
-    def __len__(self):
-        return len(self._global_mapping)
-
-
-class Overridable(Table):
-    def __getitem__(self, key):
-        if key in self._local_mapping:
-            return self._local_mapping[key]
-        return self._global_mapping[key]
-
-
-class Masks(Table):
+        {"m.py": MASK_TABLES + """class Masks(Table):
     _global_mapping = {{"clean": clean_mask, "sync": sync_mask}}
 
 
@@ -1414,6 +1417,63 @@ class Unfilled({Layer}):
         return UNFILLED["clean"](x)
 """},
         {"m.Masked": "eligible", "m.Synced": "ineligible", "m.Overridden": "conditional", "m.Unfilled": "unknown"},
+    ),
+    # a registry object read with a key from a property of the config (`config._attn_implementation`): the key is
+    # what the getter returns, not the getter function, so the lookup reads every entry of the table, and what only
+    # a setter nobody calls stores stays another configuration's (a package function as an exact key is a module's
+    # own function only)
+    "registry-keyed-by-a-property": (
+        {"m.py": MASK_TABLES + """class MaskInterface(Overridable):
+    _global_mapping = {{"eager": clean_mask, "sdpa": clean_mask}}
+
+
+class SyncMaskInterface(Overridable):
+    _global_mapping = {{"eager": clean_mask, "sync": sync_mask}}
+
+
+MASKS = MaskInterface()
+SYNC_MASKS = SyncMaskInterface()
+
+
+class Config:
+    def __init__(self, attn_implementation="eager"):
+        self._attn_implementation_internal = attn_implementation
+
+    @property
+    def _attn_implementation(self):
+        return self._attn_implementation_internal
+
+
+def create_mask(config, x):
+    mask_interface = MASKS[config._attn_implementation]
+    return mask_interface(x)
+
+
+def create_sync_mask(config, x):
+    mask_interface = SYNC_MASKS[config._attn_implementation]
+    return mask_interface(x)
+
+
+class Masked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(create_mask(self.config, x))
+
+
+class SyncMasked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(create_sync_mask(self.config, x))
+"""},
+        {"m.Masked": "conditional", "m.SyncMasked": "ineligible"},
     ),
     # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
@@ -1962,6 +2022,75 @@ class Registered({Layer}):
         return self.impl(x)
 """},
         {"m.Kernels": "eligible", "m.Syncing": "ineligible", "m.Registered": "eligible"},
+    ),
+    # a registry keyed by the functions it dispatches for, filled by decorator factories: each registration's store
+    # keeps its own key (the factory's writes solved per call, its closure in that call's run), a lookup by a function
+    # reads what is stored under it, and a method called with arguments that calls through a value is judged per call
+    "registry-keyed-by-functions": (
+        {"kern.py": """import {fw}
+
+KERNELS = {{}}
+
+
+def register(op, kind):
+    table = KERNELS.setdefault(op, {{}})
+
+    def decorator(kernel):
+        table[kind] = kernel
+        return kernel
+
+    return decorator
+
+
+def find(op, kind):
+    table = KERNELS.get(op)
+    for k in kind.__mro__:
+        if k in table:
+            return table[k]
+    return lambda x, *args: x
+""", "ops.py": """import {fw}
+
+from .kern import register
+
+
+def double(x):
+    return x
+
+
+@register(double, {fw}.Tensor)
+def double_tensor(x):
+    return x * 2
+
+
+def norm(x):
+    return x
+
+
+@register(norm, {fw}.Tensor)
+def norm_tensor(x):
+    return x / x.max().item()
+""", "m.py": """from {nn} import {Layer}
+
+from . import ops
+from .kern import find
+
+
+class Op({Layer}):
+    def call_kernel(self, op, x):
+        kernel = find(op, type(x))
+        return kernel(x)
+
+
+class Double(Op):
+    def forward(self, x):
+        return self.call_kernel(ops.double, x)
+
+
+class Norm(Op):
+    def forward(self, x):
+        return self.call_kernel(ops.norm, x)
+"""},
+        {"m.Double": "eligible", "m.Norm": "ineligible"},
     ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (

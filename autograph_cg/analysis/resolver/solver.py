@@ -505,7 +505,9 @@ class Solver(FixedPoint):
             facts = self.package.modules[ctx[0]]
             self._read(("globals", ctx[0]))
             for other in facts.scopes.values():
-                parts.extend(self._eval(e, (ctx[0], other.name, None)) for e in other.global_writes.get(name, ()))
+                writes = other.global_writes.get(name, ())
+                for run in self._writing_runs(ctx[0], other) if writes else ():
+                    parts.extend(self._eval(e, run) for e in writes)
         if name in summary.params or name in (summary.vararg, summary.kwarg):
             site = ctx[2]
             if site is not None and site[0] == "self" and name != summary.self_name:
@@ -515,6 +517,34 @@ class Solver(FixedPoint):
             else:
                 parts.append(self._parameter(ctx, summary, name))
         return union(parts)
+
+    def _writing_runs(self, module: str, summary: ScopeSummary) -> list[Ctx]:
+        """Where a function's writes to a module variable are solved: once for each call of a module-level function,
+        so that what one run stores keeps its own key (`_register(fn, kind)` filling `TABLE.setdefault(fn, {})` with
+        the kernel its decorator gets), else once for any run."""
+        anyrun: Ctx = (module, summary.name, None)
+        if summary.name == MODULE_SCOPE or summary.parent is not None or summary.method != "":
+            return [anyrun]
+        sites = self._sites_of(f"{module}.{summary.name}", summary)
+        if not sites or len(sites) > _MAX_RUNS:
+            return [anyrun]
+        return [self._run_for(call, caller, module, summary.name, skip) for call, caller, skip in sites]
+
+    def _made_by_another_run(self, call: Expr, ctx: Ctx, run: Ctx, parent: ScopeSummary) -> bool:
+        """Whether `call` (made in `ctx`) calls the closure that a call of its enclosing function other than `run`'s
+        returned (`register(a)(f)`, a decorator factory's result called at once). Only where that function returns
+        closures it makes (each run its own), so the closure a call of it returns was made in that call's run."""
+        callee = call[1]
+        site = run[2]
+        if callee[0] != "call" or site is None or not isinstance(site[0], int):
+            return False
+        assert self._sites is not None
+        if (callee, ctx) == (self._sites.calls[site[0]], site[1]):
+            return False
+        made = [parent.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in parent.returns]
+        if not made or not all(len(m) == 1 and m[0][0] == "fn" for m in made):
+            return False
+        return self._eval(callee[1], ctx) == frozenset({("G", f"{run[0]}.{parent.name}")})
 
     # ----- parameters --------------------------------------------------------------------------------------------
     def _parameter(self, ctx: Ctx, summary: ScopeSummary, name: str) -> Value:
@@ -552,7 +582,10 @@ class Solver(FixedPoint):
         if summary.annotations.get(name) in _HOST_ANNOTATIONS:  # `name: str` for any caller: a host value, whose
             return union([*parts, HOST])  # flow through every caller (model names, config keys) is not followed
         sites = self._sites_of(f"{module}.{summary.name}", summary)
+        parent = self.scope(module, summary.parent) if run_in is not None and summary.parent is not None else None
         for call, call_ctx, skip in sites:
+            if parent is not None and self._made_by_another_run(call, call_ctx, run_in, parent):
+                continue
             if run_in is not None and call_ctx[:2] == run_in[:2]:
                 call_ctx = run_in
             parts.append(self._bind(call, call_ctx, skip, summary, name, index))
@@ -709,8 +742,11 @@ class Solver(FixedPoint):
         if tag == "d":
             pairs: set[tuple[Any, Atom]] = set()
             for key, value in expr[1]:
+                keys = self._keys(key[1], ctx) if isinstance(key, tuple) else (key,)
                 for atom in self._eval(value, ctx):
-                    if key == "**" and atom[0] == "K":
+                    if isinstance(key, tuple):
+                        pairs.update((k, atom) for k in keys)
+                    elif key == "**" and atom[0] == "K":
                         pairs |= atom[1]
                     else:
                         pairs.add((key, atom))
@@ -788,11 +824,32 @@ class Solver(FixedPoint):
                 continue
             call = self._getitem_calls.setdefault(expr, ("call", ("a", expr[1], "__getitem__"), (expr[2],), ()))
             out |= self._returns((self.package.classes[owner][0].module, f"{self.package.classes[owner][1].name}.__getitem__"), call, ctx)
-        keys = self._eval(expr[2], ctx)
+        keys = [self._key(a) for a in self._eval(expr[2], ctx)]
         # No key yet (a cycle still filling it in) reads nothing: values only grow, so every entry read then would stay.
-        if all(a[0] == "C" and isinstance(a[1], str) for a in keys):
-            return frozenset(out) | union(self._items(frozenset(rest), a[1]) for a in keys)
+        if None not in keys:
+            return frozenset(out) | union(self._items(frozenset(rest), k) for k in keys)
         return frozenset(out) | self._items(frozenset(rest))
+
+    def _key(self, atom: Atom) -> Any:
+        """The dict key that `atom` is exactly, or None: a string, or a package function (a key compared by identity:
+        a registry keyed by the functions it dispatches for, `TABLE.setdefault(fn, {})`). A package function has one
+        qualified name, so a lookup by it meets every store under it; an outside object may go by several. Only a
+        module's own functions: a function of a class body stands for what reading it gives, which the resolver does
+        not follow (`config._attn_implementation`, a property, reads as its getter; a method read on an instance is
+        bound anew), so a key read there is not that function and reads every entry."""
+        if atom[0] == "C" and isinstance(atom[1], str):
+            return atom[1]
+        if atom[0] == "G" and atom[1] not in self.package.classes:
+            scope = self._function_scope(atom[1])
+            if scope is not None and scope[1] != MODULE_SCOPE and "." not in scope[1]:
+                return atom
+        return None
+
+    def _keys(self, expr: Expr, ctx: Ctx) -> tuple[Any, ...]:
+        """The keys a store under the key `expr` may use: exact ones, or None (any key) when one is not exact or none
+        is known yet (what is stored must not be lost)."""
+        keys = tuple(self._key(a) for a in self._eval(expr, ctx))
+        return keys if keys and None not in keys else (None,)
 
     def _super(self, attr: str, ctx: Ctx) -> Value:
         """`super().attr`: the next definition in the MRO, or the mapping a dict subclass was built with."""
@@ -1005,8 +1062,8 @@ class Solver(FixedPoint):
                 pairs |= {(key, a) for a in atoms} if key is not None else {p for a in atoms if a[0] == "K" for p in a[1]}
         return frozenset({mapping(pairs)})
 
-    def _items(self, value: Value, key: str | None = None) -> Value:
-        """What iterating or indexing `value` gives; `key`: a literal dict key, so only what is stored under it."""
+    def _items(self, value: Value, key: Any = None) -> Value:
+        """What iterating or indexing `value` gives; `key`: an exact dict key (`_key`), so only what is stored under it."""
         out: set[Atom] = set()
         for atom in value:
             kind = atom[0]
@@ -1098,9 +1155,9 @@ class Solver(FixedPoint):
     def _container_method(self, container: Atom, method: str, expr: Expr, ctx: Ctx) -> Value:
         args = expr[2]
         if method in ("get", "pop", "setdefault", "__getitem__") and args and args[0][0] != "*":
-            keys = self._eval(args[0], ctx)  # `table.get(name)`: when the name is known strings, only what they index
-            if all(a[0] == "C" and isinstance(a[1], str) for a in keys):  # no key yet: nothing (see `_index`)
-                items = union(self._items(frozenset({container}), a[1]) for a in keys)
+            keys = [self._key(a) for a in self._eval(args[0], ctx)]  # `table.get(name)`: known keys, what they index
+            if None not in keys:  # no key yet: nothing (see `_index`)
+                items = union(self._items(frozenset({container}), k) for k in keys)
             else:
                 items = self._items(frozenset({container}))
         else:

@@ -15,7 +15,8 @@ An `Expr` is a tuple whose first item is its tag:
     ("key", base, key)           what a dict holds under a literal key (`cfg["act_layer"]`)
     ("u", (e, ...))              any of these (ternaries, `or`, both arms of an `if`)
     ("l", (e, ...))              a list/tuple/set literal; an entry ("*", e) stands for the items of e
-    ("d", ((key, e), ...))       a dict literal; key a str, or None when unknown, or "**" for a merged dict
+    ("d", ((key, e), ...))       a dict literal; key a str, or None when unknown, or "**" for a merged dict, or ("=", e)
+                                 for a key solved with the value (the key of a table a store into a part of it fills)
     ("fn", name)                 a function defined in this module (nested ones too: "outer.<locals>.inner"; a lambda,
                                  named by `lambda_scope`)
     ("not", e)                   a negation (for flags)

@@ -7,7 +7,7 @@ items matter; operators and comparisons are host or tensor values, never followe
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from typing import Any, Callable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.devices import on_cuda
@@ -344,11 +344,14 @@ class Summarizer:
                 return
             seen.add(name)
             for bound in list(scope.locals[name]):
-                base = _part_of(bound)
-                if base is not None and base[0] == "n":
-                    self._store_name(base[1], ("d", ((None, value),)), scope, seen)
-                elif base is not None and base[0] == "s" and scope.self_name is not None:
-                    self._store_attr(scope.self_name, base[1], ("d", ((None, value),)), scope)
+                part = _part_of(bound)
+                if part is None:
+                    continue
+                base, key = part
+                if base[0] == "n":
+                    self._store_name(base[1], ("d", ((key, value),)), scope, seen)
+                elif base[0] == "s" and scope.self_name is not None:
+                    self._store_attr(scope.self_name, base[1], ("d", ((key, value),)), scope)
         elif scope.outer is not None:
             self._store_name(name, ("in", scope.name, scope.conditioned(value)), scope.outer, seen)
         else:
@@ -560,14 +563,18 @@ class Summarizer:
         return ".".join([base, *reversed(parts)]) if parts else base
 
 
-def _part_of(bound: Expr) -> Expr | None:
-    """The container that a value bound to a name is a part of (`table[key]`, `table.setdefault(key, {})`), if any."""
+def _part_of(bound: Expr) -> tuple[Expr, Any] | None:
+    """The container that a value bound to a name is a part of (`table[key]`, `table.setdefault(key, {})`), if any,
+    and the key it is under: a literal string, an expression solved for the run (`("=", e)`), or None."""
     while bound[0] == "if":
         bound = bound[3]
-    if bound[0] in ("i", "key") and len(bound) > 2:
-        return bound[1]
+    if bound[0] == "key":
+        return bound[1], bound[2]
+    if bound[0] == "i" and len(bound) > 2:
+        return bound[1], ("=", bound[2])
     if bound[0] == "call" and bound[1][0] == "a" and bound[1][2] in ("setdefault", "get"):
-        return bound[1][1]
+        args = bound[2]
+        return bound[1][1], ("=", args[0]) if args and args[0][0] != "*" else None
     return None
 
 

@@ -35,6 +35,7 @@ declared class, so it is read like the auto config's.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr
@@ -115,8 +116,11 @@ def _mapping_args(solver: "Solver", expr: Expr, ctx: "Ctx") -> "tuple[Ctx, Expr,
     return ctx, call[2][0], call[2][1]
 
 
+@lru_cache(maxsize=256)
 def _table(value: Value) -> dict[str, Any] | None:
-    """A table of names: one dict whose every key is a string and every entry a string or a list of strings."""
+    """A table of names: one dict whose every key is a string and every entry a string or a list of strings (read
+    again for every auto class and sub-config that names a table: kept, the value being all it depends on; callers
+    only read it)."""
     if len(value) != 1:
         return None
     atom = next(iter(value))
@@ -143,12 +147,12 @@ def _built(solver: "Solver", tables: tuple[dict[str, Any], dict[str, Any]], conf
     wanted = {m for kind, names in configs.items() if name in names for m in models.get(kind, ())}
     if not wanted:
         return unknown(f"an auto class built from `{name}`, which its tables do not name")
-    return union(_named_class(solver, m) for m in sorted(wanted))
+    return union(solver.named_class(m) for m in sorted(wanted))
 
 
-def _named_class(solver: "Solver", name: str) -> Value:
+def named_class(solver: "Solver", name: str) -> Value:
     """Instances of the package class a table names: the one its model package or the top package exports under that
-    name, else every class of that name."""
+    name, else every class of that name (a node of the solver: `Solver.named_class`)."""
     package = solver.package
     found = solver.classes_named(name)
     if not found:
@@ -227,4 +231,4 @@ def _default_config(solver: "Solver", home: str, types: Value) -> Value | None:
     names = set().union(*(t.get(next(iter(types))[1], ()) for t in tables if t is not None))
     if len(names) != 1:
         return None
-    return _named_class(solver, next(iter(names)))
+    return solver.named_class(next(iter(names)))

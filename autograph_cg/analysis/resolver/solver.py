@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
 from autograph_cg.analysis.resolver.fixpoint import FixedPoint
-from autograph_cg.analysis.resolver.registries import auto_build, sub_config
+from autograph_cg.analysis.resolver.registries import auto_build, named_class, sub_config
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
@@ -74,6 +74,8 @@ class Solver(FixedPoint):
         self.index_from = index_from  # when given: the solver whose index of calls by name this one shares
         self._sites: CallSites | None = None
         self._globals: dict[str, set[str]] = {}
+        self._star: dict[str, frozenset[str]] = {}  # module -> the names `from module import *` brings (`_exports`)
+        self._star_from: dict[str, set[str]] = {}  # module -> the modules whose star imports reach it (to forget)
         self._scopes_of: dict[str, tuple[str, str] | None] = {}  # qualified name -> (module, scope) of a package function
         self._writers: dict[str, _Writes] = {}  # class -> what its methods assign on self (`_writes`)
         self._top: set[str] | None = None
@@ -106,6 +108,10 @@ class Solver(FixedPoint):
         self._prepare()
         assert self._sites is not None
         return self._sites
+
+    def named_class(self, name: str) -> Value:
+        """The package class a table of names names (`registries.named_class`), solved once as a node."""
+        return self._node(("named-class", name))
 
     def classes_named(self, name: str) -> list[str]:
         """The package classes whose own name is `name` (a class a table of names names)."""
@@ -281,12 +287,14 @@ class Solver(FixedPoint):
         """`FixedPoint.forget`; what reads are here: nodes, ("scope", module, name), ("globals", module) (the names
         a module's functions write under `global`, kept apart), ("sites", qual), ("writes", class) (what the methods
         of a class assign on self, kept apart)."""
+        dropped = []
         for key in reads:
             if key[0] == "globals":
                 self._globals.pop(key[1], None)
+                dropped += [("exports", m) for m in self._star_from.pop(key[1], ()) if self._star.pop(m, None) is not None]
             elif key[0] == "writes":
                 self._writers.pop(key[1], None)
-        super().forget(reads)
+        super().forget(reads + dropped)
 
     def refresh(self, summaries: frozenset[tuple[str, str]], names: set[str], methods: set[str]) -> None:
         """Drop what read the `summaries` (module, scope) edited since its values were solved, or the call sites
@@ -328,6 +336,8 @@ class Solver(FixedPoint):
             return self._dynamic(key[1], key[2])
         if tag == "global":
             return self._global(key[1])
+        if tag == "named-class":
+            return named_class(self, key[1])
         if tag == "expr":
             return self._eval(key[1], key[2])
         if tag == "items-of":
@@ -454,7 +464,7 @@ class Solver(FixedPoint):
             found = self._node(("var", (module, MODULE_SCOPE, None), name)) if variable else EMPTY
             return found | self._node(("global", qual)) if qual is not None else found
         for star in facts.star_imports:
-            if self._exports(star, name, set()):
+            if self._exports(star, name):
                 return self._node(("global", f"{star}.{name}"))
         if f"{module}.{name}" in self.package.modules:  # `from pkg import sub`: a submodule `pkg` does not name
             return frozenset({("G", f"{module}.{name}")})
@@ -470,16 +480,33 @@ class Solver(FixedPoint):
             found = self._globals[facts.module] = {n for s in facts.scopes.values() for n in s.global_writes}
         return found
 
-    def _exports(self, module: str, name: str, seen: set[str]) -> bool:
-        """Whether `from module import *` brings `name` (following that module's own star imports)."""
-        facts = self.package.modules.get(module)
-        if facts is None or module in seen or name.startswith("_"):
+    def _exports(self, module: str, name: str) -> bool:
+        """Whether `from module import *` brings `name` (following that module's own star imports). The names are
+        gathered once per module (a package's top `__init__` may star-import hundreds), redone when a module they
+        come from is edited (`forget`)."""
+        if name.startswith("_"):
             return False
-        seen.add(module)
-        top = self._summary(facts, MODULE_SCOPE)
-        if name in facts.classes or name in facts.functions or name in facts.imports or (top is not None and name in top.locals):
-            return True
-        return any(self._exports(star, name, seen) for star in facts.star_imports)
+        self._read(("exports", module))
+        names = self._star.get(module)
+        if names is None:
+            names = self._star[module] = self._star_names(module)
+        return name in names
+
+    def _star_names(self, module: str) -> frozenset[str]:
+        found: set[str] = set()
+        seen: set[str] = set()
+        todo = [module]
+        while todo:
+            current = todo.pop()
+            facts = self.package.modules.get(current)
+            if facts is None or current in seen:
+                continue
+            seen.add(current)
+            self._star_from.setdefault(current, set()).add(module)
+            top = facts.scopes.get(MODULE_SCOPE)
+            found.update(facts.classes, facts.functions, facts.imports, top.locals if top is not None else ())
+            todo.extend(facts.star_imports)
+        return frozenset(n for n in found if not n.startswith("_"))
 
     def _global(self, qual: str) -> Value:
         """A qualified name: a package class or function, a module variable (an alias, a table), or outside."""

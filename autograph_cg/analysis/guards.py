@@ -63,7 +63,8 @@ def keep_out_of(recorded: Sequence[Condition], conditions: Iterable[int]) -> tup
     found: list[Guard] = []
     for index in conditions:
         condition = recorded[index]
-        found.extend(_force(condition.expr, condition.negated, condition))
+        if condition.arguments or condition.settings or condition.fixed:  # else nothing it tests can be forced
+            found.extend(_force(condition.expr, condition.negated, condition))
     return few(found)
 
 

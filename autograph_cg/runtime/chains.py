@@ -125,7 +125,6 @@ def fusable(runner: Runner, entry: Entry) -> bool:
     return (
         runner.fuse
         and not runner.stats.disabled_reason
-        and not entry.mutates_buffers
         and bool(entry.slots)
         and entry not in runner.no_fuse
     )
@@ -184,6 +183,29 @@ class Chain:
         name = f"run {names[0]} .. {names[-1]} ({len(members)} layers)"
         options = replace(head.options, num_warmup_steps=0, fuse=False, guard=(), name=name)
         self.runner = new_runner(ops, layer, layer.forward, options, name)
+        # Members after the head whose forward changes buffers (batch-norm statistics): their buffers as
+        # they were before the replay, put back where the run ends before their call.
+        self.changing = [i for i, m in enumerate(members) if i and m.entry.mutates_buffers]
+        self._buffers: tuple = (-1, [], [])  # (structure epoch, per changing member its buffers, backups)
+
+    def _kept(self) -> tuple[list, list]:
+        """The changing members' buffers and their backups, re-read when any layer's structure changed."""
+        ops = self.runner.ops
+        epoch = ops.structure_epoch()
+        if self._buffers[0] != epoch:
+            buffers = [list(self.members[i].runner.layer.buffers()) for i in self.changing]
+            self._buffers = (epoch, buffers, [[ops.clone(b) for b in bs] for bs in buffers])
+        return self._buffers[1], self._buffers[2]
+
+    def restore_from(self, pos: int) -> None:
+        """The run ended before member ``pos`` was called: the members from there on did not run."""
+        if not self.changing:
+            return
+        ops = self.runner.ops
+        for i, buffers, backups in zip(self.changing, *self._kept()):
+            if i >= pos:
+                for b, saved in zip(buffers, backups):
+                    ops.copy_(ops.writer(b), saved)  # through an alias: autograd may have saved b
 
     def _forward(self, args: tuple, kwargs: dict) -> tuple:
         """Each member's own forward (past its router: the run is one graph, not several)."""
@@ -202,6 +224,9 @@ class Chain:
 
     def run(self, args: tuple, kwargs: dict, tensors: list) -> Any:
         """Replay the whole run; hand out the head's outputs now, the others when their layers are called."""
+        if self.changing:
+            buffers, backups = self._kept()
+            self.runner.ops.foreach_copy_([t for ts in backups for t in ts], [b for bs in buffers for b in bs])
         outs = self.runner(args, kwargs)
         ops = self.runner.ops
         flats = [ops.tree.flatten(out)[0] for out in outs]
@@ -220,6 +245,13 @@ class Chain:
         if breaks >= MAX_BREAKS:
             head.runner.no_fuse.add(head.entry)
         head.runner.stats.run_ended(why)
+
+
+def drop_pending() -> None:
+    """Forget the outputs of a fused run not handed out yet: their layers did not run."""
+    pending, TRACK.pending = TRACK.pending, None
+    if pending is not None:
+        pending.chain.restore_from(pending.pos)
 
 
 class Pending:
@@ -243,6 +275,7 @@ class Pending:
         why = self._mismatch(member, runner, args, kwargs)
         TRACK.pending = None
         if why:
+            self.chain.restore_from(self.pos)
             self.chain.end(why)
             return MISS
         out = self.outs[self.pos]

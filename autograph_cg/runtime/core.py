@@ -158,7 +158,7 @@ class Runner:
             return self.plain(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
-            chains.TRACK.pending = None
+            chains.drop_pending()
             return self._eager(args, kwargs, f"disabled by {reason}")
         if self.stats.disabled_reason:
             self.stats.eager_calls += 1
@@ -166,7 +166,8 @@ class Runner:
         if ops.saved_tensor_hooks():
             # Hooks that pack what autograd saves (activation checkpointing without reentry, offloading)
             # would pack the graph's static memory; the call runs as it would unwrapped.
-            chains.TRACK.pending = chains.TRACK.last = None
+            chains.drop_pending()
+            chains.TRACK.last = None
             return self._eager(args, kwargs, "saved-tensor hooks are active (checkpointing or offloading)")
         track = chains.TRACK
         if track.pending is not None:  # the outputs of a fused run wait for their layers
@@ -413,7 +414,7 @@ class Runner:
             sink = (bank.views if bank else []) if check else None
             with ops.capture_context(), ops.layer_context(), _capturing():
                 found = verify.probe(ops, run_probe, probe_static, probe_leaves, train, sink, entry.grad_layouts)
-                # A fused run that ends early would have changed such a layer's buffers twice.
+                # A fused run that ends before such a layer puts its buffers back (chains.py).
                 entry.mutates_buffers |= not all(ops.equal(b, saved) for b, saved in state[2])  # b: an alias
                 out_spec = probe_spec[0]
                 # A stand-in's capture runs its backward, into the views that hold the probe's gradients.

@@ -328,6 +328,12 @@ class PaddleOps:
                 t.zero_()
 
     @staticmethod
+    def foreach_copy_(dsts: list, srcs: list) -> None:
+        with paddle.no_grad():
+            for d, s in zip(dsts, srcs):
+                d.detach().copy_(s.detach(), False)
+
+    @staticmethod
     def foreach_neg_(ts: list) -> None:
         with paddle.no_grad():
             for t in ts:

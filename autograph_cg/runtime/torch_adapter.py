@@ -474,6 +474,11 @@ class TorchOps:
             torch._foreach_zero_(ts)
 
     @staticmethod
+    def foreach_copy_(dsts: list, srcs: list) -> None:
+        with torch.no_grad():
+            torch._foreach_copy_(dsts, srcs)
+
+    @staticmethod
     def foreach_neg_(ts: list) -> None:
         with torch.no_grad():
             torch._foreach_neg_(ts)

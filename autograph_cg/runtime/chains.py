@@ -193,7 +193,7 @@ class Chain:
         ops = self.runner.ops
         epoch = ops.structure_epoch()
         if self._buffers[0] != epoch:
-            buffers = [list(self.members[i].runner.layer.buffers()) for i in self.changing]
+            buffers = [ops.state(self.members[i].runner.layer) for i in self.changing]
             self._buffers = (epoch, buffers, [[ops.clone(b) for b in bs] for bs in buffers])
         return self._buffers[1], self._buffers[2]
 

@@ -325,7 +325,7 @@ class Runner:
         epoch = self.ops.structure_epoch()
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
-            self._buffers = list(self.layer.buffers())
+            self._buffers = self.ops.state(self.layer)
             self._ids = (
                 tuple(map(id, self._params)),
                 tuple(map(id, self._buffers)),

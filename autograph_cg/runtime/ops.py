@@ -48,6 +48,7 @@ class Ops(Protocol):
     def saved_tensor_hooks(self) -> bool: ...  # hooks pack what autograd saves (non-reentrant checkpointing)
     def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
     def sublayers(self, layer: Any) -> list: ...  # the layer and every layer below it
+    def state(self, layer: Any) -> list: ...  # what forward may change in place besides parameters: buffers
     def compile(self, forward: Callable[..., Any], options: Any) -> Callable[..., Any]: ...  # the framework's compiler
     def requires_grad(self, t: Any) -> bool: ...
     def grad_mode(self, enabled: bool) -> ContextManager: ...

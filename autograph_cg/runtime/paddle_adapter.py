@@ -204,6 +204,8 @@ class PaddleOps:
         return _Structure.epoch
 
     sublayers = staticmethod(lambda layer: layer.sublayers(include_self=True))
+    # Batch-norm statistics are parameters that take no gradient, changed in place by forward.
+    state = staticmethod(lambda layer: [*layer.buffers(), *(p for p in layer.parameters() if p.stop_gradient)])
 
     @staticmethod
     def compile(forward: Any, options: Any) -> Any:

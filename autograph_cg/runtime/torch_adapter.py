@@ -329,6 +329,7 @@ class TorchOps:
         return _Structure.epoch
 
     sublayers = staticmethod(lambda layer: list(layer.modules()))
+    state = staticmethod(lambda layer: list(layer.buffers()))
 
     @staticmethod
     def compile(forward: Any, options: Any) -> Any:

@@ -160,6 +160,12 @@ class PaddleHarness(Harness):
     def reallocate(self, param: Any) -> None:
         param.detach().clone()._share_buffer_to(param)
 
+    def buffers(self, model: Any) -> list:
+        """Buffers and batch-norm statistics, which Paddle keeps as parameters that take no gradient."""
+        state = [*model.buffers(), *(p for p in model.parameters() if p.stop_gradient)]
+        assert state or not any(isinstance(m, self.paddle.nn.layer.norm._BatchNormBase) for m in model.sublayers())
+        return [self.numpy(b).copy() for b in state]
+
     def rand(self, n: int) -> np.ndarray:
         return self.paddle.rand([n]).numpy()
 

@@ -206,11 +206,11 @@ def test_a_hook_on_an_intermediate_output_ends_the_run(torch_fw):
 
 
 @pytest.mark.parametrize("change", [c for c in CHANGES if c != "modified in place"])  # eager refuses that one
-def test_layers_that_change_buffers_fuse_and_an_early_end_puts_them_back(torch_fw, change):
+def test_layers_that_change_buffers_fuse_and_an_early_end_puts_them_back(fw, change):
     """Batch-norm statistics change at the run's replay; where the run ends before a layer's call,
     that layer's buffers go back to what they were, so that its own call changes them once, as eagerly.
-    (Paddle keeps batch-norm statistics as parameters: docs/runtime.md.)"""
-    blocks = check_run_that_stops_following(torch_fw, change, "Norm")
+    (Paddle keeps the statistics as parameters that take no gradient.)"""
+    blocks = check_run_that_stops_following(fw, change, "Norm")
     assert all(e.mutates_buffers for b in blocks for e in runner_of(b).entries.values() if e.slots)
 
 

@@ -54,6 +54,17 @@ def _container_mutation(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.A
             yield node, f"{owner}.{node.func.attr}()"
 
 
+def _host_draw(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    """PyTorch's factories draw on the device they are given; without one, on the CPU (a `**kwargs` may give one)."""
+    if not name.startswith("torch."):
+        return True
+    return not any(k.arg is None or (k.arg == "device" and not _is_none(k.value)) for k in call.keywords)
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _layer_in_forward(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     """Parameters, hooks, and layers that own parameters; a loss or activation object built in forward is fine."""
     qual = ctx.qualify(call.func)
@@ -157,14 +168,28 @@ RULES = (
         family=SIDE_EFFECTS,
         severity=Severity.ERROR,
         message="`{detail}` draws a host random number, frozen at capture",
-        what="Finds Python `random` and NumPy random calls in code reachable from forward.",
+        what="Finds Python `random` and NumPy random calls in code reachable from forward, and PyTorch's random "
+        "factories called without a `device` (they draw on the CPU generator).",
         why=_REPLAY_WHY + " The number drawn at capture is reused by every replay (e.g. stochastic depth that "
-        "always keeps or always drops).",
+        "always keeps or always drops, a channel permutation that never changes); a CPU tensor copied to the "
+        "device inside a capture may also fail it.",
         example="if random.random() < self.drop_prob:\n    return x",
         instead="keep = (paddle.rand([x.shape[0], 1, 1]) >= self.drop_prob).astype(x.dtype)\nreturn x * keep / (1 - self.drop_prob)",
         prefixes=("random.", "numpy.random."),
-        invalid=("import random\np = random.random()\ny = x * p", "p = np.random.rand()\ny = x * p"),
-        valid=("torch: y = torch.rand_like(x)", "paddle: y = paddle.rand(x.shape)"),
+        functions=("torch.rand", "torch.randn", "torch.randint", "torch.randperm"),
+        guard=_host_draw,
+        invalid=(
+            "import random\np = random.random()\ny = x * p",
+            "p = np.random.rand()\ny = x * p",
+            "torch: order = torch.randperm(4)\ny = x[:, order]",
+            "torch: noise = torch.randn(x.shape).to(x.device)\ny = x + noise",
+        ),
+        valid=(
+            "torch: y = torch.rand_like(x)",
+            "paddle: y = paddle.rand(x.shape)",
+            "torch: order = torch.randperm(4, device=x.device)\ny = x[:, order]",
+            "torch: y = x + torch.randn(x.shape, **where)",
+        ),
     ),
     Rule(
         code="AG405",

@@ -254,12 +254,13 @@ class Runner:
 
     def _eager(self, args: tuple, kwargs: dict, reason: str, detail: str = "") -> Any:
         """This call runs eagerly, with its reason; the wrapped layers inside it serve their own graphs meanwhile
-        (a root whose guard fails keeps its blocks' graphs)."""
+        (a root whose guard fails keeps its blocks' graphs). Uncompiled: a compiler would trace through them."""
         self.stats.eager_calls += 1
         self.stats.fallback(reason, detail)
         self.eager_depth += 1
         try:
-            return self._run_eagerly(args, kwargs)
+            with self.ops.layer_context():
+                return self._uncompiled(*args, **kwargs)
         finally:
             self.eager_depth -= 1
 

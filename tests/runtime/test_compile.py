@@ -93,3 +93,34 @@ def test_a_compiler_that_fails_leaves_the_layer_graphed_uncompiled(torch_fw):
     stats = stats_of(wrapped)
     assert stats["disabled_reason"] is None and stats["captures"] == 1
     assert any("compiling failed" in reason and "uncompiled" in reason for reason in stats["fallbacks"])
+
+
+def test_a_call_that_fails_the_guard_of_a_compiled_layer_keeps_the_graphs_inside(torch_fw):
+    """A guarded root that compiles runs a call that fails its guard uncompiled: the wrapped blocks inside serve
+    their own graphs (the compiler would trace through them and run them without any)."""
+    fw = torch_fw
+
+    class Root(torch.nn.Module):
+        def __init__(self, block):
+            super().__init__()
+            self.block, self.head = block, torch.nn.Linear(D, D)
+
+        def forward(self, x, cache=None):
+            return self.head(self.block(x))
+
+    ref = Root(fw.build("MLP", D))
+    twin = fw.twin(ref)
+    fw.wrap(twin.block, num_warmup_steps=1)
+    backend = "inductor" if fw.device == "cuda" else "aot_eager"
+    wrapped = fw.wrap(twin, num_warmup_steps=1, compile={"backend": backend}, guard={"cache": "is None"})
+    for step in range(4):
+        x = randn(B, D)
+        got = []
+        for model in (wrapped, ref):
+            y = model(fw.tensor(x, True), cache=[])
+            fw.backward(fw.loss(y))
+            got.append([fw.numpy(y)] + fw.param_grads(model))
+            model.zero_grad(set_to_none=True)
+        assert_all_close(got[0], got[1], 1e-4, f"step {step}")
+    assert stats_of(wrapped)["eager_calls"] == 4
+    assert stats_of(twin.block)["forward_replays"] == 3 and stats_of(twin.block)["backward_replays"] == 3

@@ -13,7 +13,12 @@ sit inside graphs, and the runtime's fallbacks. `--pass-use-cache-false`: every 
 training code that turns the cache off does (a decoder model's graph is guarded on it: left out, the library's
 decorator fills it from the config, so the wrapper cannot know it is off).
 
-    python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--json out]
+`--paired`: the speeds again, all variants of a model in one process, built from the rewritten copy (``eager``
+is it with every wrapper undone), their training steps and inference calls timed in alternating rounds, so that
+a host whose speed drifts between processes (the GPU host's eager step varied 7-14 ms between runs) slows
+every variant alike.
+
+    python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--paired] [--json out]
 """
 
 from __future__ import annotations
@@ -129,33 +134,123 @@ def worker(name: str, variant: str, no_cache: bool = False) -> dict[str, Any]:
     }
 
 
-def run(rewritten: Path, models: list[str], variants: list[str], timeout: int, no_cache: bool = False) -> list[dict[str, Any]]:
+ROUNDS, PER_ROUND = 6, 25  # --paired: rounds of alternating variants, steps of each per round
+
+
+def paired_worker(name: str, variants: list[str], no_cache: bool = False) -> list[dict[str, Any]]:
+    """Every variant of one model in this process, timed in alternating rounds (`--paired`)."""
+    import torch
+
+    import autograph_cg.runtime as runtime
+    from autograph_cg.runtime import graphed
+
+    plain, compiling = runtime.CUDAGraphedLayer, [False]
+
+    def factory(layer: Any, *args: Any, **kwargs: Any) -> Any:  # the rewritten copy's wrapper calls land here
+        return plain(layer, *args, compile=compiling[0], **kwargs)
+
+    runtime.CUDAGraphedLayer = factory  # type: ignore[assignment,misc]
+
+    def made(variant: str) -> Any:
+        compiling[0] = variant == "rewritten+compile"
+        model, blocks, owner = build(name)
+        model = model.cuda().train()
+        if variant.startswith("rewritten"):
+            return model
+        for layer in model.modules():
+            if graphed.is_graphed(layer):
+                runtime.unwrap(layer)
+        if variant == "by hand":
+            for block in model.get_submodule(owner).get_submodule(blocks):
+                plain(block)
+        elif variant == "whole+compile":
+            plain(model, compile=True)
+        return model
+
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 1024, (BATCH, SEQ), generator=g).cuda()
+    extra = {"use_cache": False} if no_cache else {}
+    models, steps, calls, losses = {}, {}, {}, {}
+    for variant in variants:
+        model = made(variant)
+        step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def train_step(step_model: Any = step_model, opt: Any = opt) -> float:
+            opt.zero_grad(set_to_none=True)
+            out = step_model(input_ids=ids, labels=ids, **extra)
+            out.loss.backward()
+            opt.step()
+            return out.loss
+
+        def infer(step_model: Any = step_model) -> None:
+            with torch.no_grad():
+                step_model(input_ids=ids, **extra)
+
+        losses[variant] = [float(train_step()) for _ in range(WARMUP)]
+        model.eval()
+        for _ in range(WARMUP):
+            infer()
+        models[variant], steps[variant], calls[variant] = model, train_step, infer
+    timed: dict[str, dict[str, list[float]]] = {v: {"train": [], "infer": []} for v in variants}
+    for _ in range(ROUNDS):
+        for kind, fns in (("train", steps), ("infer", calls)):
+            for variant, fn in fns.items():
+                models[variant].train(kind == "train")
+                for _ in range(PER_ROUND):
+                    torch.cuda.synchronize()
+                    start = time.perf_counter()
+                    fn()
+                    torch.cuda.synchronize()
+                    timed[variant][kind].append(time.perf_counter() - start)
+    stats = runtime.layer_stats()
+    return [
+        {
+            "model": name,
+            "variant": variant,
+            "train_ms": statistics.median(timed[variant]["train"]) * 1e3,
+            "infer_ms": statistics.median(timed[variant]["infer"]) * 1e3,
+            "losses": losses[variant],
+            "paired": True,
+        }
+        for variant in variants
+    ] + [{"model": name, "fallbacks": sorted({r for s in stats for r in s["fallbacks"]} | {s["disabled_reason"] for s in stats if s["disabled_reason"]})}]
+
+
+def run(rewritten: Path, models: list[str], variants: list[str], timeout: int, no_cache: bool = False,
+        paired: bool = False) -> list[dict[str, Any]]:
     rows = []
     for name in models:
-        for variant in variants:
-            path = [str(rewritten)] if variant.startswith("rewritten") else []
+        for variant in [",".join(variants)] if paired else variants:
+            path = [str(rewritten)] if paired or variant.startswith("rewritten") else []
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT), os.environ.get("PYTHONPATH", "")])}
-            command = [sys.executable, __file__, "worker", name, variant] + (["no-cache"] if no_cache else [])
-            proc = subprocess.run(command, env=env, capture_output=True,
+            command = [sys.executable, __file__, "paired" if paired else "worker", name, variant]
+            proc = subprocess.run(command + (["no-cache"] if no_cache else []), env=env, capture_output=True,
                                   text=True, timeout=timeout)
-            lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+            lines = [l for l in proc.stdout.splitlines() if l.startswith(("{", "["))]
             if proc.returncode or not lines:
                 rows.append({"model": name, "variant": variant, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
-            else:
-                rows.append(json.loads(lines[-1]))
-            print(summary(rows[-1], rows), flush=True)
+                print(summary(rows[-1], rows), flush=True)
+                continue
+            got = json.loads(lines[-1])
+            for row in got if paired else [got]:
+                rows.append(row)
+                print(summary(row, rows) if "variant" in row else f"{name:6} fallbacks {row['fallbacks']}", flush=True)
     return rows
 
 
 def summary(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     if "error" in row:
         return f"{row['model']:6} {row['variant']:18} ERROR {row['error'][:200]}"
-    eager = next((r for r in rows if r["model"] == row["model"] and r["variant"] == "eager" and "error" not in r), None)
+    eager = next((r for r in rows if r["model"] == row["model"] and r.get("variant") == "eager" and "error" not in r), None)
     speed = f"{eager['train_ms'] / row['train_ms']:.2f}x / {eager['infer_ms'] / row['infer_ms']:.2f}x" if eager else ""
+    if row.get("paired"):
+        same = _same(row, eager) if eager else ""
+        return (f"{row['model']:6} {row['variant']:18} train {row['train_ms']:7.2f} ms infer {row['infer_ms']:6.2f} ms "
+                f"speedup {speed:14} losses vs eager {same}")
     same = loads = ""
     if eager:
-        worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(row["losses"], eager["losses"]))
-        same = "bitwise" if worst == 0 else f"{worst:.1e}"
+        same = _same(row, eager)
         loads = "equal" if row["loaded_logits_sum"] == eager["loaded_logits_sum"] else "DIFFERS"
     return (f"{row['model']:6} {row['variant']:18} train {row['train_ms']:7.2f} ms infer {row['infer_ms']:6.2f} ms "
             f"speedup {speed:14} losses vs eager {same:8} eager's checkpoint loads {loads:7} "
@@ -163,10 +258,18 @@ def summary(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             f"fallbacks {'; '.join(row['fallbacks'])[:150]}")
 
 
+def _same(row: dict[str, Any], eager: dict[str, Any]) -> str:
+    worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(row["losses"], eager["losses"]))
+    return "bitwise" if worst == 0 else f"{worst:.1e}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "worker":
         print(json.dumps(worker(argv[1], argv[2], argv[3:] == ["no-cache"])), flush=True)
+        return 0
+    if argv and argv[0] == "paired":
+        print(json.dumps(paired_worker(argv[1], argv[2].split(","), argv[3:] == ["no-cache"])), flush=True)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rewritten", type=Path, required=True, help="the folder holding the rewritten transformers")
@@ -175,8 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--json", default="")
     parser.add_argument("--pass-use-cache-false", action="store_true", help="every call passes use_cache=False")
+    parser.add_argument("--paired", action="store_true", help="all variants of a model in one process, timed in turns")
     args = parser.parse_args(argv)
-    rows = run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout, args.pass_use_cache_false)
+    rows = run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout, args.pass_use_cache_false,
+               args.paired)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

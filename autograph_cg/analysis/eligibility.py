@@ -627,7 +627,8 @@ class Package:
             start = owner if owner in self.classes else context
             method = self.find_method(start, target, skip_self=True)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method, holder="self"))
+                runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
+                result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
         elif kind == "name":
             resolved = self.resolve(target)
             if resolved is not None and resolved in self.functions:

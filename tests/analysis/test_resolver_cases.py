@@ -146,6 +146,30 @@ class Overridable(Table):
 
 """
 
+# kernels registered by decorators for the functionals they serve (`kern.register`), one clean and one that syncs
+KERNEL_OPS = """import {fw}
+
+from .kern import register
+
+
+def double(x):
+    return x
+
+
+@register(double, {fw}.Tensor)
+def double_tensor(x):
+    return x * 2
+
+
+def norm(x):
+    return x
+
+
+@register(norm, {fw}.Tensor)
+def norm_tensor(x):
+    return x / x.max().item()
+"""
+
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # a package function that calls what it is given runs, for each caller, what that caller passes
     "helper-per-call-site": (
@@ -2026,6 +2050,7 @@ class Registered({Layer}):
     # a registry keyed by the functions it dispatches for, filled by decorator factories: each registration's store
     # keeps its own key (the factory's writes solved per call, its closure in that call's run), a lookup by a function
     # reads what is stored under it, and a method called with arguments that calls through a value is judged per call
+    # (so is the method an override hands its arguments to through `super()`)
     "registry-keyed-by-functions": (
         {"kern.py": """import {fw}
 
@@ -2048,28 +2073,7 @@ def find(op, kind):
         if k in table:
             return table[k]
     return lambda x, *args: x
-""", "ops.py": """import {fw}
-
-from .kern import register
-
-
-def double(x):
-    return x
-
-
-@register(double, {fw}.Tensor)
-def double_tensor(x):
-    return x * 2
-
-
-def norm(x):
-    return x
-
-
-@register(norm, {fw}.Tensor)
-def norm_tensor(x):
-    return x / x.max().item()
-""", "m.py": """from {nn} import {Layer}
+""", "ops.py": KERNEL_OPS, "m.py": """from {nn} import {Layer}
 
 from . import ops
 from .kern import find
@@ -2089,8 +2093,24 @@ class Double(Op):
 class Norm(Op):
     def forward(self, x):
         return self.call_kernel(ops.norm, x)
+
+
+class CheckedDouble(Op):
+    def call_kernel(self, op, x):
+        return super().call_kernel(op, x)
+
+    def forward(self, x):
+        return self.call_kernel(ops.double, x)
+
+
+class CheckedNorm(Op):
+    def call_kernel(self, op, x):
+        return super().call_kernel(op, x)
+
+    def forward(self, x):
+        return self.call_kernel(ops.norm, x)
 """},
-        {"m.Double": "eligible", "m.Norm": "ineligible"},
+        {"m.Double": "eligible", "m.Norm": "ineligible", "m.CheckedDouble": "eligible", "m.CheckedNorm": "ineligible"},
     ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (

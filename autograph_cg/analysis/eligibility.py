@@ -698,7 +698,8 @@ class Package:
                 result.kernels = before
             if kind in ("G", "I"):
                 targets += 1
-                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, site, holder if kind == "I" else None)
+                made_in = atom[2] if len(atom) > 2 else site  # a closure carries the run it was made in
+                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, made_in, holder if kind == "I" else None)
             elif kind in ("L", "K"):  # a container called or iterated: each item runs (Sequential, ModuleList)
                 items = self.solver.items(frozenset({atom}))
                 if items:
@@ -734,7 +735,7 @@ class Package:
             return
         function = self._package_function(qual)
         if function is not None:
-            # a closure of the function walked for one call site was walked with it, for that call
+            # a closure is walked with its function, for the call it was made in (or the one being walked)
             inner = site is not None and ".<locals>." in qual and (function[1], function[2].qualname) == site[:2]
             result.take(self._function(*function, site if inner else None), step, bind=self._binder(call, function[1], function[2]))
             return

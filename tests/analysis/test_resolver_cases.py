@@ -2112,6 +2112,56 @@ class CheckedNorm(Op):
 """},
         {"m.Double": "eligible", "m.Norm": "ineligible", "m.CheckedDouble": "eligible", "m.CheckedNorm": "ineligible"},
     ),
+    # a kernel wrapped in a closure when it is registered (`wrap(kernel)` returns `wrapper`, which calls `kernel`): the
+    # closure keeps the run of `wrap` that made it, so calling it runs that registration's kernel, not every kernel
+    # ever wrapped; a decorator only code outside the package would call (`register_outside`) stores nothing
+    "closures-keep-their-run": (
+        {"kern.py": """KERNELS = {{}}
+
+
+def wrap(kernel):
+    def wrapper(x, *args):
+        return kernel(x, *args) + 0
+
+    return wrapper
+
+
+def register(op, kind):
+    table = KERNELS.setdefault(op, {{}})
+
+    def decorator(kernel):
+        table[kind] = wrap(kernel)
+        return kernel
+
+    return decorator
+
+
+def register_outside(op, kind):
+    return register(op, kind)
+
+
+def find(op, kind):
+    return KERNELS.get(op)[kind]
+""", "ops.py": KERNEL_OPS, "m.py": """import {fw}
+from {nn} import {Layer}
+
+from . import ops
+from .kern import find
+
+
+class Double({Layer}):
+    def forward(self, x):
+        kernel = find(ops.double, {fw}.Tensor)
+        return kernel(x)
+
+
+class Norm({Layer}):
+    def forward(self, x):
+        kernel = find(ops.norm, {fw}.Tensor)
+        return kernel(x)
+"""},
+        {"m.Double": "eligible", "m.Norm": "ineligible"},
+    ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}

@@ -23,7 +23,7 @@ from autograph_cg.analysis.resolver.fixpoint import FixedPoint
 from autograph_cg.analysis.resolver.registries import auto_build, named_class, sub_config
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
-from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
+from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, LAMBDA, MODULE_SCOPE, Expr, ScopeSummary, reads_self
 from autograph_cg.analysis.resolver.values import (
     EMPTY,
     HOST,
@@ -377,7 +377,9 @@ class Solver(FixedPoint):
                 for run in self._runs(call, ctx):
                     for atom in self._ask(("expr", call[1], run)):
                         if atom[0] == "G" and not self._unbound(call[1], atom[1], run):
-                            found.setdefault(atom[1], []).append((call, run))
+                            seen = found.setdefault(atom[1], [])
+                            if (call, run) not in seen:  # closures of one function made in several runs: one callee
+                                seen.append((call, run))
             changed = sites.register(found)
             if not changed:
                 break
@@ -557,6 +559,17 @@ class Solver(FixedPoint):
             return [anyrun]
         return [self._run_for(call, caller, module, summary.name, skip) for call, caller, skip in sites]
 
+    def _called_in(self, closure: str, run: Ctx) -> bool:
+        """Whether a call seen may run closure `closure` of the function `run` runs: not when that function returns the
+        closures it makes and every call of `closure` calls one another run made (`register_kernel(op, kind)` hands its
+        decorator to code outside the package): what such a closure would store is not seen being stored."""
+        parent = self.scope(run[0], run[1])
+        summary = self.scope(run[0], closure)
+        if parent is None or summary is None or not isinstance(run[2][0], int) or not _returns_closures(parent):
+            return True
+        sites = self._sites_of(f"{run[0]}.{closure}", summary)
+        return any(not self._made_by_another_run(call, call_ctx, run, parent) for call, call_ctx, _ in sites)
+
     def _made_by_another_run(self, call: Expr, ctx: Ctx, run: Ctx, parent: ScopeSummary) -> bool:
         """Whether `call` (made in `ctx`) calls the closure that a call of its enclosing function other than `run`'s
         returned (`register(a)(f)`, a decorator factory's result called at once). Only where that function returns
@@ -568,8 +581,7 @@ class Solver(FixedPoint):
         assert self._sites is not None
         if (callee, ctx) == (self._sites.calls[site[0]], site[1]):
             return False
-        made = [parent.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in parent.returns]
-        if not made or not all(len(m) == 1 and m[0][0] == "fn" for m in made):
+        if not _returns_closures(parent):
             return False
         return self._eval(callee[1], ctx) == frozenset({("G", f"{run[0]}.{parent.name}")})
 
@@ -787,7 +799,7 @@ class Solver(FixedPoint):
         if tag == "self":
             return self._self(ctx)
         if tag == "fn":
-            return frozenset({("G", f"{ctx[0]}.{expr[1]}")})
+            return frozenset({_closure(f"{ctx[0]}.{expr[1]}", ctx)})
         if tag == "not":
             inner = self._eval(expr[1], ctx)
             if inner and all(a[0] == "C" for a in inner):
@@ -805,6 +817,8 @@ class Solver(FixedPoint):
         if tag == "*":
             return self._items(self._eval(expr[1], ctx))
         if tag == "in":  # what a closure stores into a name of the function it is written in: read in the closure
+            if ctx[2] is not None and not self._called_in(expr[1], ctx):
+                return EMPTY
             return self._eval(expr[2], (ctx[0], expr[1], ("in", ctx) if ctx[2] is not None else None))
         if tag == "named":  # `setattr(self, name, value)`: the value
             return self._eval(expr[2], ctx)
@@ -1176,7 +1190,8 @@ class Solver(FixedPoint):
         running = _running(ctx, scope)
         if running is not None:  # a recursive call returns what the run it is made in returns (its items nest in it)
             return self._node(("ret", running))
-        run = self._run_for(expr, ctx, scope[0], scope[1], summary.implicit) if site_depth(ctx) < SITE_DEPTH else None
+        depth = SITE_DEPTH + 1 if _returns_closures(summary) else SITE_DEPTH  # a closure made there keeps the run
+        run = self._run_for(expr, ctx, scope[0], scope[1], summary.implicit) if site_depth(ctx) < depth else None
         return self._node(("ret", run or (scope[0], scope[1], None)))
 
     def _container_method(self, container: Atom, method: str, expr: Expr, ctx: Ctx) -> Value:
@@ -1305,6 +1320,23 @@ class _Writes:
         if found is None:
             found = self._writing[attr] = [(m, s) for m, s in self.methods if attr in s.self_attrs or DYNAMIC in s.self_attrs]
         return found
+
+
+def _returns_closures(summary: ScopeSummary) -> bool:
+    """Whether every `return` of a function gives a closure it makes (a nested `def` or lambda of its own): each call's
+    closure is then its own, made in that call's run."""
+    made = [summary.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in summary.returns]
+    return bool(made) and all(len(m) == 1 and m[0][0] == "fn" for m in made)
+
+
+def _closure(qual: str, ctx: Ctx) -> Atom:
+    """A nested function made in `ctx`: one made in a run of the function it is written in for one call carries that
+    run (`("G", qual, run)`), so calling it reads the names it closes over as that run bound them (`wrap(kernel)`
+    returning `wrapper`, which calls `kernel`). Lambdas are judged on their own, without it."""
+    site = ctx[2]
+    if site is None or not isinstance(site[0], int) or LAMBDA in qual or ".<locals>." in ctx[1]:
+        return ("G", qual)
+    return ("G", qual, ctx)
 
 
 def _unseen(name: str, summary: ScopeSummary) -> Atom:

@@ -2162,6 +2162,70 @@ class Norm({Layer}):
 """},
         {"m.Double": "eligible", "m.Norm": "ineligible"},
     ),
+    # a name a module-level function rebinds among its own statements is read in versions: what it holds after an
+    # assignment, not what it held before (a parameter's first version is what callers pass); a rebinding under a test
+    # adds to what it held, and a name a lambda reads late holds every value
+    "rebound-names-in-versions": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+def rebuilt():
+    block = Sync()
+    block = Clean()
+    return block
+
+
+def first(block):
+    kept = block
+    block = Sync()
+    return kept
+
+
+def either(flag):
+    block = Clean()
+    if flag:
+        block = Sync()
+    return block
+
+
+def late():
+    block = Clean()
+    get = lambda: block
+    block = Sync()
+    return get()
+
+
+class Rebuilt({Layer}):
+    block = rebuilt()
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class First({Layer}):
+    block = first(Clean())
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Either({Layer}):
+    block = either(True)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Late({Layer}):
+    block = late()
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Rebuilt": "eligible", "m.First": "eligible", "m.Either": "ineligible", "m.Late": "ineligible"},
+    ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}

@@ -820,6 +820,9 @@ class Solver(FixedPoint):
             if ctx[2] is not None and not self._called_in(expr[1], ctx):
                 return EMPTY
             return self._eval(expr[2], (ctx[0], expr[1], ("in", ctx) if ctx[2] is not None else None))
+        if tag == "arg":  # the first version of a parameter a module-level function rebinds: what its callers pass
+            summary = self.scope(ctx[0], ctx[1])
+            return self._parameter(ctx, summary, expr[1]) if summary is not None else EMPTY
         if tag == "named":  # `setattr(self, name, value)`: the value
             return self._eval(expr[2], ctx)
         if tag == "ann":  # `config: LlamaConfig` in a class body: an instance of the package class it names

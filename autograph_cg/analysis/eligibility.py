@@ -22,7 +22,7 @@ from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.summaries import ITEMS, reads_self
-from autograph_cg.analysis.resolver.values import Atom, Value
+from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Guard, Guarded, Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.registry import RULES
@@ -463,7 +463,7 @@ class Package:
                 self._external_layer(base, result, None, module, cls.line, cls.name)
             if any(fw.layer_kind(b) == "container" for b in external):  # Sequential's forward runs what it holds
                 given, assigned = self.solver.held(qual)
-                held = given | {a for a in assigned if self._may_be_layer(a)}
+                held = given | {a for a in assigned if self.solver.may_be_layer(a)}
                 span = Span(cls.line, 1, cls.line, 1)  # each item is called with one input
                 items = CallRef("self", ITEMS, span, f"{cls.name}'s own items", passes=((0, guards.OTHER),))
                 self._run(held, items, module, result, cls.name, every=True)
@@ -839,17 +839,6 @@ class Package:
             found = self.find_method(qual, name)
             if found is not None:
                 result.take(self._function("", found[0], found[1]), step)
-
-    def _may_be_layer(self, atom: Atom) -> bool:
-        """An attribute's value that a container layer holds as one of its modules: a layer, or what cannot be told."""
-        if atom[0] == "?":
-            return True
-        if atom[0] != "I":
-            return False  # classes, functions, tensors, host values and plain lists are not modules
-        qual = atom[1]
-        if qual in self.classes:
-            return self.is_layer(qual)
-        return not fw.is_host(qual)
 
     def _external_layer(self, cls: str, result: _Result, call: CallRef | None, module: ModuleFacts, line: int, step: str) -> None:
         if self._declared(cls, result, module, line, step):

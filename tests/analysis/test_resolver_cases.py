@@ -2226,6 +2226,65 @@ class Late({Layer}):
 """},
         {"m.Rebuilt": "eligible", "m.First": "eligible", "m.Either": "ineligible", "m.Late": "ineligible"},
     ),
+    # `model.named_children()` / `model.children()` of a layer passed in: the layers it holds (what its attributes hold
+    # that may be layers: not its settings or a plain object it keeps)
+    "children-of-a-layer-passed-in": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}
+
+from .parts import Clean, Sync
+
+
+class Settings:
+    width = 4
+
+
+class CleanNet({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.first = Clean()
+        self.second = Clean()
+        self.settings = Settings()
+        self.width = 4
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+class SyncNet({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.first = Clean()
+        self.second = Sync()
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+class Getter({Layer}):
+    def __init__(self, model):
+        super().__init__()
+        self.parts = {List}([part for _, part in model.named_children()])
+
+    def forward(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+
+class Picker({Layer}):
+    def __init__(self, model):
+        super().__init__()
+        self.parts = {List}(list(model.children()))
+
+    def forward(self, x):
+        return self.parts[1](x)
+
+
+def build():
+    return Getter(CleanNet()), Picker(SyncNet())
+"""},
+        {"m.Getter": "eligible", "m.Picker": "ineligible"},
+    ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}

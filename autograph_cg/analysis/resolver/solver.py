@@ -52,7 +52,9 @@ _STRING_METHODS = frozenset(
 )
 #: Layer methods that return the layer itself (`nn.Module.train`, `.to`, ...), when the package does not define them
 _RETURNS_SELF = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "to_empty"})
-_CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "modules"})
+_CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "named_children", "modules"})
+#: A layer's methods that give the layers it holds, as the container reads they are like
+_CHILDREN = {"children": "values", "named_children": "items"}
 _HOST_ANNOTATIONS = frozenset(("n", t) for t in ("str", "int", "float", "bool", "bytes"))
 _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.startswith("builtins.")) | fw.HOST_BUILTINS
 
@@ -170,11 +172,26 @@ class Solver(FixedPoint):
     def held(self, cls: str) -> tuple[Value, Value]:
         """What a Sequential or ModuleList subclass of the package runs or iterates: what its constructor was given
         or it appended or added, and what the attributes its methods assign hold (a layer assigned to self is one
-        of its modules too; the caller keeps those that may be layers)."""
+        of its modules too; the caller keeps those that `may_be_layer`)."""
+        return self._held(cls, self._ask)
+
+    def _held(self, cls: str, read: Callable[[Any], Value]) -> tuple[Value, Value]:
+        """`held`, reading values through `read`: asked from outside, or read by the node being computed."""
         written = {a for owner in self.package.mro(cls) for a in self._written(owner)}
-        given = self.items(self.attribute(cls, ITEMS)) if ITEMS in written else EMPTY
-        assigned = union(self.attribute(cls, attr) for attr in sorted(written - {ITEMS}))  # DYNAMIC: `setattr` by computed names
+        given = read(("items-of", read(("attr", cls, ITEMS)))) if ITEMS in written else EMPTY
+        assigned = union(read(("attr", cls, attr)) for attr in sorted(written - {ITEMS}))  # DYNAMIC: `setattr` by computed names
         return given, bounded(assigned)
+
+    def may_be_layer(self, atom: Atom) -> bool:
+        """An attribute's value that a layer holds as one of its modules: a layer, or what cannot be told."""
+        if atom[0] == "?":
+            return True
+        if atom[0] != "I":
+            return False  # classes, functions, tensors, host values and plain lists are not modules
+        qual = atom[1]
+        if qual in self.package.classes:
+            return self.package.is_layer(qual)
+        return not fw.is_host(qual)
 
     def callers(self, module: str, scope: str) -> list[tuple[str, str]]:
         """(module, scope) of every call site of the function `scope` of `module`."""
@@ -988,6 +1005,10 @@ class Solver(FixedPoint):
                 package.note_shallow(module)
         if only_declared:
             return EMPTY
+        if attr in _CHILDREN and self.package.is_layer(cls):  # `model.named_children()`: the layers it holds
+            given, assigned = self._held(cls, self._node)
+            children = listing(given | {a for a in assigned if self.may_be_layer(a)})
+            return frozenset({("container-method", children, _CHILDREN[attr])})
         bases = self._external_bases(cls)
         if attr in _CONTAINER_READS and any(fw.layer_kind(b) == "container" for b in bases):
             held = self._node(("attr", cls, ITEMS)) if attr != ITEMS else EMPTY  # a ModuleDict subclass's own items
@@ -1211,7 +1232,7 @@ class Solver(FixedPoint):
             return items
         if method in ("values", "copy", "children", "modules"):
             return frozenset({listing(items)})
-        if method == "items":
+        if method in ("items", "named_children"):
             return frozenset({listing({listing(items | {("H",)})})})
         default = self._eval(expr[2][1], ctx) if len(expr[2]) > 1 else EMPTY  # get / pop / setdefault
         return items | default

@@ -65,6 +65,16 @@ def _layer_in_forward(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     return layer_kind(qual) in ("known", "framework", "container")
 
 
+#: torch's random factories: without `device=` they draw from the CPU generator
+_TORCH_HOST_RNG = ("torch.rand", "torch.randn", "torch.randint", "torch.randperm")
+
+
+def _host_generator(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    """Python's and NumPy's random numbers always; torch's factories when no `device=` (nor `**kwargs` that may hold
+    one) puts them on the device."""
+    return name not in _TORCH_HOST_RNG or not any(k.arg in ("device", None) for k in call.keywords)
+
+
 def _logger(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     return isinstance(receiver, (ast.Name, ast.Attribute)) and "log" in ast.unparse(receiver).lower()
@@ -157,14 +167,24 @@ RULES = (
         family=SIDE_EFFECTS,
         severity=Severity.ERROR,
         message="`{detail}` draws a host random number, frozen at capture",
-        what="Finds Python `random` and NumPy random calls in code reachable from forward.",
+        what="Finds Python `random` and NumPy random calls, and torch's random factories (`torch.rand`, `randn`, "
+        "`randint`, `randperm`) without `device=`, in code reachable from forward.",
         why=_REPLAY_WHY + " The number drawn at capture is reused by every replay (e.g. stochastic depth that "
-        "always keeps or always drops).",
+        "always keeps or always drops). torch's factories without a device draw on the CPU, and the device reads "
+        "their tensor through an upload from the host.",
         example="if random.random() < self.drop_prob:\n    return x",
         instead="keep = (paddle.rand([x.shape[0], 1, 1]) >= self.drop_prob).astype(x.dtype)\nreturn x * keep / (1 - self.drop_prob)",
+        functions=_TORCH_HOST_RNG,
         prefixes=("random.", "numpy.random."),
-        invalid=("import random\np = random.random()\ny = x * p", "p = np.random.rand()\ny = x * p"),
-        valid=("torch: y = torch.rand_like(x)", "paddle: y = paddle.rand(x.shape)"),
+        guard=_host_generator,
+        invalid=(
+            "import random\np = random.random()\ny = x * p", "p = np.random.rand()\ny = x * p",
+            "torch: p = torch.randperm(x.shape[1])\ny = x[:, p]",
+        ),
+        valid=(
+            "torch: y = torch.rand_like(x)", "paddle: y = paddle.rand(x.shape)",
+            "torch: p = torch.randperm(x.shape[1], device=x.device)\ny = x[:, p]",
+        ),
     ),
     Rule(
         code="AG405",

@@ -2285,6 +2285,52 @@ def build():
 """},
         {"m.Getter": "eligible", "m.Picker": "ineligible"},
     ),
+    # a layer built from a name only the user passes (`parts.__dict__[name]()` in a builder the package never calls, the
+    # name a `str` no call passes) is another configuration: what the package's own builds give is the default, so
+    # a class built both ways is conditional; one whose builder the package calls with its own name stays unknown
+    "built-from-a-name-the-user-passes": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}
+
+from . import parts
+
+
+class Holder({Layer}):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+
+class Named({Layer}):
+    def __init__(self, block):
+        super().__init__()
+        self.blocks = {List}([block])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def from_name(name: str):
+    return Holder(parts.__dict__[name]())
+
+
+def own():
+    return Holder(parts.Clean())
+
+
+def named(name: str):
+    return Named(parts.__dict__[name]())
+
+
+def called():
+    return named("Clean")
+"""},
+        {"m.Holder": "conditional", "m.Named": "unknown"},
+    ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (
         {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}

@@ -635,9 +635,12 @@ class Solver(FixedPoint):
         if forward:
             parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)
             return union(parts)
+        qual = f"{module}.{summary.name}"
         if summary.annotations.get(name) in _HOST_ANNOTATIONS:  # `name: str` for any caller: a host value, whose
-            return union([*parts, HOST])  # flow through every caller (model names, config keys) is not followed
-        sites = self._sites_of(f"{module}.{summary.name}", summary)
+            if self._user_given(summary, default is None) and not self._sites_of(qual, summary):  # flow through every
+                return EMPTY  # caller is not followed. A name only the user passes: the default build reads none
+            return union([*parts, HOST])
+        sites = self._sites_of(qual, summary)
         parent = self.scope(module, summary.parent) if run_in is not None and summary.parent is not None else None
         for call, call_ctx, skip in sites:
             if parent is not None and self._made_by_another_run(call, call_ctx, run_in, parent):
@@ -655,6 +658,14 @@ class Solver(FixedPoint):
                 return EMPTY
             return frozenset({_unseen(name, summary)})
         return union(parts)
+
+    def _user_given(self, summary: ScopeSummary, required: bool) -> bool:
+        """Whether, in the default build, a required host parameter of `summary` that no call passes holds nothing: one
+        of a module-level function (a public builder no package code calls, `resnet_fpn_backbone(backbone_name: str)`,
+        which names what to build by it): the package's own builds never give it, so what it builds is another
+        configuration. Not one of a method: a layer nothing builds keeps its settings undecided (`layer_idx: int`
+        choosing a block by `config.layer_types[layer_idx]`), not empty, or its default build would hold nothing."""
+        return self.branches is not None and required and summary.method == "" and summary.parent is None
 
     def _declared(self, cls: str, module: str, summary: ScopeSummary, name: str, depth: int) -> Value:
         """What parameter `name` of a method that `cls` runs holds when no call seen passes it but the method stores it

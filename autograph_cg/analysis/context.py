@@ -793,7 +793,7 @@ class FunctionContext:
         callee = whole = None
         if kind == "unresolved" and self.summarizer is not None:
             callee = self.summarizer.expression(func, "self" if self.cls is not None else None, self.scope_name)
-        elif kind in ("name", "self") and self.summarizer is not None and func is node.func and (kind == "name" or node.args):
+        elif kind in ("name", "self", "super") and self.summarizer is not None and func is node.func and (kind == "name" or node.args):
             whole = self.summarizer.expression(node, "self" if self.cls is not None else None, self.scope_name)
         span, text = self.module.span(node), self.module.snippet(func)
         scope = self.scope_name if self.scope_name != self.qualname else ""

@@ -22,7 +22,7 @@ from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.summaries import ITEMS, reads_self
-from autograph_cg.analysis.resolver.values import Atom, Value
+from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Guard, Guarded, Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.registry import RULES
@@ -463,7 +463,7 @@ class Package:
                 self._external_layer(base, result, None, module, cls.line, cls.name)
             if any(fw.layer_kind(b) == "container" for b in external):  # Sequential's forward runs what it holds
                 given, assigned = self.solver.held(qual)
-                held = given | {a for a in assigned if self._may_be_layer(a)}
+                held = given | {a for a in assigned if self.solver.may_be_layer(a)}
                 span = Span(cls.line, 1, cls.line, 1)  # each item is called with one input
                 items = CallRef("self", ITEMS, span, f"{cls.name}'s own items", passes=((0, guards.OTHER),))
                 self._run(held, items, module, result, cls.name, every=True)
@@ -627,7 +627,8 @@ class Package:
             start = owner if owner in self.classes else context
             method = self.find_method(start, target, skip_self=True)
             if method is not None:
-                result.take(self._function(context, method[0], method[1]), step, bind=self._binder(call, *method, holder="self"))
+                runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
+                result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
         elif kind == "name":
             resolved = self.resolve(target)
             if resolved is not None and resolved in self.functions:
@@ -697,7 +698,8 @@ class Package:
                 result.kernels = before
             if kind in ("G", "I"):
                 targets += 1
-                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, site, holder if kind == "I" else None)
+                made_in = atom[2] if len(atom) > 2 else site  # a closure carries the run it was made in
+                self._run_object(atom[1], kind == "I" or constructs, call, module, result, step, made_in, holder if kind == "I" else None)
             elif kind in ("L", "K"):  # a container called or iterated: each item runs (Sequential, ModuleList)
                 items = self.solver.items(frozenset({atom}))
                 if items:
@@ -733,7 +735,7 @@ class Package:
             return
         function = self._package_function(qual)
         if function is not None:
-            # a closure of the function walked for one call site was walked with it, for that call
+            # a closure is walked with its function, for the call it was made in (or the one being walked)
             inner = site is not None and ".<locals>." in qual and (function[1], function[2].qualname) == site[:2]
             result.take(self._function(*function, site if inner else None), step, bind=self._binder(call, function[1], function[2]))
             return
@@ -837,17 +839,6 @@ class Package:
             found = self.find_method(qual, name)
             if found is not None:
                 result.take(self._function("", found[0], found[1]), step)
-
-    def _may_be_layer(self, atom: Atom) -> bool:
-        """An attribute's value that a container layer holds as one of its modules: a layer, or what cannot be told."""
-        if atom[0] == "?":
-            return True
-        if atom[0] != "I":
-            return False  # classes, functions, tensors, host values and plain lists are not modules
-        qual = atom[1]
-        if qual in self.classes:
-            return self.is_layer(qual)
-        return not fw.is_host(qual)
 
     def _external_layer(self, cls: str, result: _Result, call: CallRef | None, module: ModuleFacts, line: int, step: str) -> None:
         if self._declared(cls, result, module, line, step):

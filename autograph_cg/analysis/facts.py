@@ -34,7 +34,7 @@ class CallRef:
     host_args: tuple[bool, ...] = ()  # per leading positional argument: a host value
     callee: Expr | None = None  # "unresolved" and "name" calls: the callee in the resolver's language
     conditions: tuple[int, ...] = ()  # indexes into the function's `conditions` the call sits under
-    call: Expr | None = None  # "name" calls and "self" calls with arguments: the whole call (its arguments bind the function's parameters)
+    call: Expr | None = None  # "name" calls, "self" and "super" calls with arguments: the whole call (its arguments bind the function's parameters)
     scope: str = ""  # the resolver's scope of a call inside a closure ("f.<locals>.run"); "" for the function's own
     # what it passes, by position (int) or keyword (str; None for `**x`): ("n", p) the caller's parameter `p`
     # unchanged (("n", p, alternatives): unchanged where the alternatives keep the tests that rebind it out),

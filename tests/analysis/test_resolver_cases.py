@@ -146,6 +146,30 @@ class Overridable(Table):
 
 """
 
+# kernels registered by decorators for the functionals they serve (`kern.register`), one clean and one that syncs
+KERNEL_OPS = """import {fw}
+
+from .kern import register
+
+
+def double(x):
+    return x
+
+
+@register(double, {fw}.Tensor)
+def double_tensor(x):
+    return x * 2
+
+
+def norm(x):
+    return x
+
+
+@register(norm, {fw}.Tensor)
+def norm_tensor(x):
+    return x / x.max().item()
+"""
+
 CASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # a package function that calls what it is given runs, for each caller, what that caller passes
     "helper-per-call-site": (
@@ -2026,6 +2050,7 @@ class Registered({Layer}):
     # a registry keyed by the functions it dispatches for, filled by decorator factories: each registration's store
     # keeps its own key (the factory's writes solved per call, its closure in that call's run), a lookup by a function
     # reads what is stored under it, and a method called with arguments that calls through a value is judged per call
+    # (so is the method an override hands its arguments to through `super()`)
     "registry-keyed-by-functions": (
         {"kern.py": """import {fw}
 
@@ -2048,28 +2073,7 @@ def find(op, kind):
         if k in table:
             return table[k]
     return lambda x, *args: x
-""", "ops.py": """import {fw}
-
-from .kern import register
-
-
-def double(x):
-    return x
-
-
-@register(double, {fw}.Tensor)
-def double_tensor(x):
-    return x * 2
-
-
-def norm(x):
-    return x
-
-
-@register(norm, {fw}.Tensor)
-def norm_tensor(x):
-    return x / x.max().item()
-""", "m.py": """from {nn} import {Layer}
+""", "ops.py": KERNEL_OPS, "m.py": """from {nn} import {Layer}
 
 from . import ops
 from .kern import find
@@ -2089,8 +2093,243 @@ class Double(Op):
 class Norm(Op):
     def forward(self, x):
         return self.call_kernel(ops.norm, x)
+
+
+class CheckedDouble(Op):
+    def call_kernel(self, op, x):
+        return super().call_kernel(op, x)
+
+    def forward(self, x):
+        return self.call_kernel(ops.double, x)
+
+
+class CheckedNorm(Op):
+    def call_kernel(self, op, x):
+        return super().call_kernel(op, x)
+
+    def forward(self, x):
+        return self.call_kernel(ops.norm, x)
+"""},
+        {"m.Double": "eligible", "m.Norm": "ineligible", "m.CheckedDouble": "eligible", "m.CheckedNorm": "ineligible"},
+    ),
+    # a kernel wrapped in a closure when it is registered (`wrap(kernel)` returns `wrapper`, which calls `kernel`): the
+    # closure keeps the run of `wrap` that made it, so calling it runs that registration's kernel, not every kernel
+    # ever wrapped; a decorator only code outside the package would call (`register_outside`) stores nothing
+    "closures-keep-their-run": (
+        {"kern.py": """KERNELS = {{}}
+
+
+def wrap(kernel):
+    def wrapper(x, *args):
+        return kernel(x, *args) + 0
+
+    return wrapper
+
+
+def register(op, kind):
+    table = KERNELS.setdefault(op, {{}})
+
+    def decorator(kernel):
+        table[kind] = wrap(kernel)
+        return kernel
+
+    return decorator
+
+
+def register_outside(op, kind):
+    return register(op, kind)
+
+
+def find(op, kind):
+    return KERNELS.get(op)[kind]
+""", "ops.py": KERNEL_OPS, "m.py": """import {fw}
+from {nn} import {Layer}
+
+from . import ops
+from .kern import find
+
+
+class Double({Layer}):
+    def forward(self, x):
+        kernel = find(ops.double, {fw}.Tensor)
+        return kernel(x)
+
+
+class Norm({Layer}):
+    def forward(self, x):
+        kernel = find(ops.norm, {fw}.Tensor)
+        return kernel(x)
 """},
         {"m.Double": "eligible", "m.Norm": "ineligible"},
+    ),
+    # a name a module-level function rebinds among its own statements is read in versions: what it holds after an
+    # assignment, not what it held before (a parameter's first version is what callers pass); a rebinding under a test
+    # adds to what it held, and a name a lambda reads late holds every value
+    "rebound-names-in-versions": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+
+from .parts import Clean, Sync
+
+
+def rebuilt():
+    block = Sync()
+    block = Clean()
+    return block
+
+
+def first(block):
+    kept = block
+    block = Sync()
+    return kept
+
+
+def either(flag):
+    block = Clean()
+    if flag:
+        block = Sync()
+    return block
+
+
+def late():
+    block = Clean()
+    get = lambda: block
+    block = Sync()
+    return get()
+
+
+class Rebuilt({Layer}):
+    block = rebuilt()
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class First({Layer}):
+    block = first(Clean())
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Either({Layer}):
+    block = either(True)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Late({Layer}):
+    block = late()
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Rebuilt": "eligible", "m.First": "eligible", "m.Either": "ineligible", "m.Late": "ineligible"},
+    ),
+    # `model.named_children()` / `model.children()` of a layer passed in: the layers it holds (what its attributes hold
+    # that may be layers: not its settings or a plain object it keeps)
+    "children-of-a-layer-passed-in": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}
+
+from .parts import Clean, Sync
+
+
+class Settings:
+    width = 4
+
+
+class CleanNet({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.first = Clean()
+        self.second = Clean()
+        self.settings = Settings()
+        self.width = 4
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+class SyncNet({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.first = Clean()
+        self.second = Sync()
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+class Getter({Layer}):
+    def __init__(self, model):
+        super().__init__()
+        self.parts = {List}([part for _, part in model.named_children()])
+
+    def forward(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+
+class Picker({Layer}):
+    def __init__(self, model):
+        super().__init__()
+        self.parts = {List}(list(model.children()))
+
+    def forward(self, x):
+        return self.parts[1](x)
+
+
+def build():
+    return Getter(CleanNet()), Picker(SyncNet())
+"""},
+        {"m.Getter": "eligible", "m.Picker": "ineligible"},
+    ),
+    # a layer built from a name only the user passes (`parts.__dict__[name]()` in a builder the package never calls, the
+    # name a `str` no call passes) is another configuration: what the package's own builds give is the default, so
+    # a class built both ways is conditional; one whose builder the package calls with its own name stays unknown
+    "built-from-a-name-the-user-passes": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, {List}
+
+from . import parts
+
+
+class Holder({Layer}):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+
+class Named({Layer}):
+    def __init__(self, block):
+        super().__init__()
+        self.blocks = {List}([block])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def from_name(name: str):
+    return Holder(parts.__dict__[name]())
+
+
+def own():
+    return Holder(parts.Clean())
+
+
+def named(name: str):
+    return Named(parts.__dict__[name]())
+
+
+def called():
+    return named("Clean")
+"""},
+        {"m.Holder": "conditional", "m.Named": "unknown"},
     ),
     # `layer.forward(x)` of each item of a container held in `self.layers`
     "container-item-methods": (

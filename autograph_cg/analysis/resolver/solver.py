@@ -23,7 +23,7 @@ from autograph_cg.analysis.resolver.fixpoint import FixedPoint
 from autograph_cg.analysis.resolver.registries import auto_build, named_class, sub_config
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, CallSites, Ctx, PackageView, Site, defines, owner_class, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
-from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
+from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, LAMBDA, MODULE_SCOPE, Expr, ScopeSummary, reads_self
 from autograph_cg.analysis.resolver.values import (
     EMPTY,
     HOST,
@@ -52,7 +52,9 @@ _STRING_METHODS = frozenset(
 )
 #: Layer methods that return the layer itself (`nn.Module.train`, `.to`, ...), when the package does not define them
 _RETURNS_SELF = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "to_empty"})
-_CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "modules"})
+_CONTAINER_READS = frozenset({"values", "items", "get", "pop", "copy", "setdefault", "__getitem__", "children", "named_children", "modules"})
+#: A layer's methods that give the layers it holds, as the container reads they are like
+_CHILDREN = {"children": "values", "named_children": "items"}
 _HOST_ANNOTATIONS = frozenset(("n", t) for t in ("str", "int", "float", "bool", "bytes"))
 _BUILTIN_NAMES = frozenset(n.rsplit(".", 1)[1] for n in PASS_THROUGH if n.startswith("builtins.")) | fw.HOST_BUILTINS
 
@@ -170,11 +172,26 @@ class Solver(FixedPoint):
     def held(self, cls: str) -> tuple[Value, Value]:
         """What a Sequential or ModuleList subclass of the package runs or iterates: what its constructor was given
         or it appended or added, and what the attributes its methods assign hold (a layer assigned to self is one
-        of its modules too; the caller keeps those that may be layers)."""
+        of its modules too; the caller keeps those that `may_be_layer`)."""
+        return self._held(cls, self._ask)
+
+    def _held(self, cls: str, read: Callable[[Any], Value]) -> tuple[Value, Value]:
+        """`held`, reading values through `read`: asked from outside, or read by the node being computed."""
         written = {a for owner in self.package.mro(cls) for a in self._written(owner)}
-        given = self.items(self.attribute(cls, ITEMS)) if ITEMS in written else EMPTY
-        assigned = union(self.attribute(cls, attr) for attr in sorted(written - {ITEMS}))  # DYNAMIC: `setattr` by computed names
+        given = read(("items-of", read(("attr", cls, ITEMS)))) if ITEMS in written else EMPTY
+        assigned = union(read(("attr", cls, attr)) for attr in sorted(written - {ITEMS}))  # DYNAMIC: `setattr` by computed names
         return given, bounded(assigned)
+
+    def may_be_layer(self, atom: Atom) -> bool:
+        """An attribute's value that a layer holds as one of its modules: a layer, or what cannot be told."""
+        if atom[0] == "?":
+            return True
+        if atom[0] != "I":
+            return False  # classes, functions, tensors, host values and plain lists are not modules
+        qual = atom[1]
+        if qual in self.package.classes:
+            return self.package.is_layer(qual)
+        return not fw.is_host(qual)
 
     def callers(self, module: str, scope: str) -> list[tuple[str, str]]:
         """(module, scope) of every call site of the function `scope` of `module`."""
@@ -377,7 +394,9 @@ class Solver(FixedPoint):
                 for run in self._runs(call, ctx):
                     for atom in self._ask(("expr", call[1], run)):
                         if atom[0] == "G" and not self._unbound(call[1], atom[1], run):
-                            found.setdefault(atom[1], []).append((call, run))
+                            seen = found.setdefault(atom[1], [])
+                            if (call, run) not in seen:  # closures of one function made in several runs: one callee
+                                seen.append((call, run))
             changed = sites.register(found)
             if not changed:
                 break
@@ -557,6 +576,17 @@ class Solver(FixedPoint):
             return [anyrun]
         return [self._run_for(call, caller, module, summary.name, skip) for call, caller, skip in sites]
 
+    def _called_in(self, closure: str, run: Ctx) -> bool:
+        """Whether a call seen may run closure `closure` of the function `run` runs: not when that function returns the
+        closures it makes and every call of `closure` calls one another run made (`register_kernel(op, kind)` hands its
+        decorator to code outside the package): what such a closure would store is not seen being stored."""
+        parent = self.scope(run[0], run[1])
+        summary = self.scope(run[0], closure)
+        if parent is None or summary is None or not isinstance(run[2][0], int) or not _returns_closures(parent):
+            return True
+        sites = self._sites_of(f"{run[0]}.{closure}", summary)
+        return any(not self._made_by_another_run(call, call_ctx, run, parent) for call, call_ctx, _ in sites)
+
     def _made_by_another_run(self, call: Expr, ctx: Ctx, run: Ctx, parent: ScopeSummary) -> bool:
         """Whether `call` (made in `ctx`) calls the closure that a call of its enclosing function other than `run`'s
         returned (`register(a)(f)`, a decorator factory's result called at once). Only where that function returns
@@ -568,8 +598,7 @@ class Solver(FixedPoint):
         assert self._sites is not None
         if (callee, ctx) == (self._sites.calls[site[0]], site[1]):
             return False
-        made = [parent.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in parent.returns]
-        if not made or not all(len(m) == 1 and m[0][0] == "fn" for m in made):
+        if not _returns_closures(parent):
             return False
         return self._eval(callee[1], ctx) == frozenset({("G", f"{run[0]}.{parent.name}")})
 
@@ -606,9 +635,12 @@ class Solver(FixedPoint):
         if forward:
             parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)
             return union(parts)
+        qual = f"{module}.{summary.name}"
         if summary.annotations.get(name) in _HOST_ANNOTATIONS:  # `name: str` for any caller: a host value, whose
-            return union([*parts, HOST])  # flow through every caller (model names, config keys) is not followed
-        sites = self._sites_of(f"{module}.{summary.name}", summary)
+            if self._user_given(summary, default is None) and not self._sites_of(qual, summary):  # flow through every
+                return EMPTY  # caller is not followed. A name only the user passes: the default build reads none
+            return union([*parts, HOST])
+        sites = self._sites_of(qual, summary)
         parent = self.scope(module, summary.parent) if run_in is not None and summary.parent is not None else None
         for call, call_ctx, skip in sites:
             if parent is not None and self._made_by_another_run(call, call_ctx, run_in, parent):
@@ -626,6 +658,14 @@ class Solver(FixedPoint):
                 return EMPTY
             return frozenset({_unseen(name, summary)})
         return union(parts)
+
+    def _user_given(self, summary: ScopeSummary, required: bool) -> bool:
+        """Whether, in the default build, a required host parameter of `summary` that no call passes holds nothing: one
+        of a module-level function (a public builder no package code calls, `resnet_fpn_backbone(backbone_name: str)`,
+        which names what to build by it): the package's own builds never give it, so what it builds is another
+        configuration. Not one of a method: a layer nothing builds keeps its settings undecided (`layer_idx: int`
+        choosing a block by `config.layer_types[layer_idx]`), not empty, or its default build would hold nothing."""
+        return self.branches is not None and required and summary.method == "" and summary.parent is None
 
     def _declared(self, cls: str, module: str, summary: ScopeSummary, name: str, depth: int) -> Value:
         """What parameter `name` of a method that `cls` runs holds when no call seen passes it but the method stores it
@@ -787,7 +827,7 @@ class Solver(FixedPoint):
         if tag == "self":
             return self._self(ctx)
         if tag == "fn":
-            return frozenset({("G", f"{ctx[0]}.{expr[1]}")})
+            return frozenset({_closure(f"{ctx[0]}.{expr[1]}", ctx)})
         if tag == "not":
             inner = self._eval(expr[1], ctx)
             if inner and all(a[0] == "C" for a in inner):
@@ -805,7 +845,12 @@ class Solver(FixedPoint):
         if tag == "*":
             return self._items(self._eval(expr[1], ctx))
         if tag == "in":  # what a closure stores into a name of the function it is written in: read in the closure
+            if ctx[2] is not None and not self._called_in(expr[1], ctx):
+                return EMPTY
             return self._eval(expr[2], (ctx[0], expr[1], ("in", ctx) if ctx[2] is not None else None))
+        if tag == "arg":  # the first version of a parameter a module-level function rebinds: what its callers pass
+            summary = self.scope(ctx[0], ctx[1])
+            return self._parameter(ctx, summary, expr[1]) if summary is not None else EMPTY
         if tag == "named":  # `setattr(self, name, value)`: the value
             return self._eval(expr[2], ctx)
         if tag == "ann":  # `config: LlamaConfig` in a class body: an instance of the package class it names
@@ -971,6 +1016,10 @@ class Solver(FixedPoint):
                 package.note_shallow(module)
         if only_declared:
             return EMPTY
+        if attr in _CHILDREN and self.package.is_layer(cls):  # `model.named_children()`: the layers it holds
+            given, assigned = self._held(cls, self._node)
+            children = listing(given | {a for a in assigned if self.may_be_layer(a)})
+            return frozenset({("container-method", children, _CHILDREN[attr])})
         bases = self._external_bases(cls)
         if attr in _CONTAINER_READS and any(fw.layer_kind(b) == "container" for b in bases):
             held = self._node(("attr", cls, ITEMS)) if attr != ITEMS else EMPTY  # a ModuleDict subclass's own items
@@ -1176,7 +1225,8 @@ class Solver(FixedPoint):
         running = _running(ctx, scope)
         if running is not None:  # a recursive call returns what the run it is made in returns (its items nest in it)
             return self._node(("ret", running))
-        run = self._run_for(expr, ctx, scope[0], scope[1], summary.implicit) if site_depth(ctx) < SITE_DEPTH else None
+        depth = SITE_DEPTH + 1 if _returns_closures(summary) else SITE_DEPTH  # a closure made there keeps the run
+        run = self._run_for(expr, ctx, scope[0], scope[1], summary.implicit) if site_depth(ctx) < depth else None
         return self._node(("ret", run or (scope[0], scope[1], None)))
 
     def _container_method(self, container: Atom, method: str, expr: Expr, ctx: Ctx) -> Value:
@@ -1193,7 +1243,7 @@ class Solver(FixedPoint):
             return items
         if method in ("values", "copy", "children", "modules"):
             return frozenset({listing(items)})
-        if method == "items":
+        if method in ("items", "named_children"):
             return frozenset({listing({listing(items | {("H",)})})})
         default = self._eval(expr[2][1], ctx) if len(expr[2]) > 1 else EMPTY  # get / pop / setdefault
         return items | default
@@ -1305,6 +1355,23 @@ class _Writes:
         if found is None:
             found = self._writing[attr] = [(m, s) for m, s in self.methods if attr in s.self_attrs or DYNAMIC in s.self_attrs]
         return found
+
+
+def _returns_closures(summary: ScopeSummary) -> bool:
+    """Whether every `return` of a function gives a closure it makes (a nested `def` or lambda of its own): each call's
+    closure is then its own, made in that call's run."""
+    made = [summary.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in summary.returns]
+    return bool(made) and all(len(m) == 1 and m[0][0] == "fn" for m in made)
+
+
+def _closure(qual: str, ctx: Ctx) -> Atom:
+    """A nested function made in `ctx`: one made in a run of the function it is written in for one call carries that
+    run (`("G", qual, run)`), so calling it reads the names it closes over as that run bound them (`wrap(kernel)`
+    returning `wrapper`, which calls `kernel`). Lambdas are judged on their own, without it."""
+    site = ctx[2]
+    if site is None or not isinstance(site[0], int) or LAMBDA in qual or ".<locals>." in ctx[1]:
+        return ("G", qual)
+    return ("G", qual, ctx)
 
 
 def _unseen(name: str, summary: ScopeSummary) -> Atom:

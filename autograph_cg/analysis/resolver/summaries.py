@@ -4,7 +4,10 @@ An `Expr` is a tuple whose first item is its tag:
 
     ("c", value)                 a host constant (bool, None, int, float, short str)
     ("h",) / ("t",)              a host value / a tensor
-    ("n", name)                  a name, looked up at solve time: local, enclosing function, module, builtin
+    ("n", name)                  a name, looked up at solve time: local, enclosing function, module, builtin; "x#1"
+                                 is a version of local x (`summarize._versioned`)
+    ("arg", name)                what the callers pass to parameter `name` (and its default): the version of a
+                                 rebound parameter before the function rebinds it
     ("g", qualname)              a qualified reference (a local `import`)
     ("self",)                    the instance a method runs on
     ("s", attr)                  `self.attr`
@@ -61,7 +64,8 @@ DYNAMIC = "[dynamic]"
 
 @dataclass(frozen=True)
 class ScopeSummary:
-    """One function, method or module body: what flows where, order ignored (every assignment counts)."""
+    """One function, method or module body: what flows where, order ignored (every assignment counts), but for the
+    versions of the names a module-level function rebinds among its own statements (`summarize._versioned`)."""
 
     name: str  # within its module: "func", "Class.method", "func.<locals>.inner", or MODULE_SCOPE
     parent: str | None = None  # the enclosing function of a closure: its locals are visible here

@@ -45,7 +45,7 @@ class _Scope:
 
     __slots__ = (
         "name", "parent", "self_name", "params", "locals", "returned", "self_attrs", "calls", "nested", "conditions",
-        "globals", "global_writes", "lambdas", "outer",
+        "globals", "global_writes", "lambdas", "outer", "current", "top",
     )  # fmt: skip
 
     def __init__(
@@ -66,12 +66,30 @@ class _Scope:
         self.conditions: list[tuple[Expr, bool]] = []  # the `if` tests the statement being read sits under
         self.globals: set[str] = set()  # names a `global` statement makes module-level here
         self.global_writes: dict[str, list[Expr]] = {}
+        self.current: dict[str, str] = {}  # a name read in versions (`_versioned`) -> the local its version is kept in
+        self.top = False  # the statement being read is one of the function's own (under no test, in no loop)
 
     def add(self, table: dict[str, list[Expr]], key: str, value: Expr) -> None:
         value = self.conditioned(value)
         values = table.setdefault(key, [])
         if value not in values:
             values.append(value)
+
+    def bind(self, name: str, value: Expr) -> None:
+        """A local binding of `name`: what the name may hold anywhere, and in the version being read."""
+        self.add(self.locals, name, value)
+        version = self.current.get(name)
+        if version is not None:
+            self.add(self.locals, version, value)
+
+    def rebind(self, target: ast.expr) -> None:
+        """A plain assignment to a versioned name among the function's own statements starts its next version: what
+        the function reads after it is what that assignment (and any binding after it) gives, not what came before."""
+        for node in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else (target,)):
+            if isinstance(node, ast.Name) and node.id in self.current:
+                name = node.id
+                self.current[name] = f"{name}#{int(self.current[name].rpartition('#')[2]) + 1}"
+                self.locals[self.current[name]] = []
 
     def conditioned(self, value: Expr) -> Expr:
         """`value` as it flows from the statement being read: only when its branches run."""
@@ -162,7 +180,11 @@ class Summarizer:
         self_name = positional[0] if method == "method" and positional else None
         every = positional + [a.arg for a in args.kwonlyargs] + [a.arg for a in (args.vararg, args.kwarg) if a]
         scope = _Scope(name, parent, self_name, frozenset(every), outer=outer)
-        self._statements(node.body, scope, module_level=False)
+        if not owner and parent is None:
+            for versioned in _versioned(node, every):
+                scope.current[versioned] = f"{versioned}#0"
+                scope.locals[f"{versioned}#0"] = [("arg", versioned)] if versioned in every else []
+        self._statements(node.body, scope, module_level=False, top=True)
         return [self._finish(scope, node, method), *scope.nested]
 
     # ----- statements ----------------------------------------------------------------------------------------------
@@ -203,8 +225,9 @@ class Summarizer:
             calls=tuple(scope.calls),
         )
 
-    def _statements(self, body: list[ast.stmt], scope: _Scope, module_level: bool) -> None:
+    def _statements(self, body: list[ast.stmt], scope: _Scope, module_level: bool, top: bool = False) -> None:
         for statement in body:
+            scope.top = top
             try:
                 self._statement(statement, scope, module_level)
             except RecursionError:  # an expression nested deeper than the summary follows: it tells nothing
@@ -215,10 +238,15 @@ class Summarizer:
         if kind is ast.Assign:
             value = self._expr(node.value, scope)  # type: ignore[attr-defined]
             for target in node.targets:  # type: ignore[attr-defined]
+                if scope.top:
+                    scope.rebind(target)
                 self._bind(target, value, scope)
         elif kind is ast.AnnAssign:
             if node.value is not None:  # type: ignore[attr-defined]
-                self._bind(node.target, self._expr(node.value, scope), scope)  # type: ignore[attr-defined]
+                value = self._expr(node.value, scope)  # type: ignore[attr-defined]
+                if scope.top:
+                    scope.rebind(node.target)  # type: ignore[attr-defined]
+                self._bind(node.target, value, scope)  # type: ignore[attr-defined]
             elif module_level and isinstance(node.target, ast.Name):  # type: ignore[attr-defined]
                 scope.locals.setdefault(node.target.id, [])  # a declared field (a dataclass's): its constructor sets it
         elif kind is ast.AugAssign:
@@ -256,24 +284,24 @@ class Summarizer:
             self._statements(node.body, scope, module_level)  # type: ignore[attr-defined]
             for handler in node.handlers:  # type: ignore[attr-defined]
                 if handler.name:
-                    scope.add(scope.locals, handler.name, HOST)
+                    scope.bind(handler.name, HOST)
                 self._statements(handler.body, scope, module_level)
             self._statements(node.orelse, scope, module_level)  # type: ignore[attr-defined]
             self._statements(node.finalbody, scope, module_level)  # type: ignore[attr-defined]
         elif kind is ast.Import or kind is ast.ImportFrom:
             if not module_level:
                 for local, qual in self.import_bindings(node):  # type: ignore[arg-type]
-                    scope.add(scope.locals, local, ("g", qual))
+                    scope.bind(local, ("g", qual))
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             if not module_level:
                 nested = f"{scope.name}.<locals>.{node.name}"  # type: ignore[attr-defined]
-                scope.add(scope.locals, node.name, ("fn", nested))  # type: ignore[attr-defined]
+                scope.bind(node.name, ("fn", nested))  # type: ignore[attr-defined]
                 scope.nested.extend(self.function(node, nested, owner=False, parent=scope.name, outer=scope))  # type: ignore[arg-type]
             else:
                 self._decorated(node, scope)  # type: ignore[arg-type]
         elif kind is ast.ClassDef:
             if not module_level:
-                scope.add(scope.locals, node.name, unknown("a class defined in a function"))  # type: ignore[attr-defined]
+                scope.bind(node.name, unknown("a class defined in a function"))  # type: ignore[attr-defined]
             else:
                 self._decorated(node, scope)  # type: ignore[arg-type]
         elif kind is ast.Match:
@@ -308,8 +336,10 @@ class Summarizer:
     def _bind(self, target: ast.expr, value: Expr, scope: _Scope) -> None:
         kind = type(target)
         if kind is ast.Name:
-            table = scope.global_writes if target.id in scope.globals else scope.locals  # type: ignore[attr-defined]
-            scope.add(table, target.id, value)  # type: ignore[attr-defined]
+            if target.id in scope.globals:  # type: ignore[attr-defined]
+                scope.add(scope.global_writes, target.id, value)  # type: ignore[attr-defined]
+            else:
+                scope.bind(target.id, value)  # type: ignore[attr-defined]
         elif kind is ast.Tuple or kind is ast.List:
             item = ("i", value)
             for element in target.elts:  # type: ignore[attr-defined]
@@ -339,7 +369,7 @@ class Summarizer:
         registry). A container bound here to a part of another (`registry = table.setdefault(key, {})`, `table[key]`,
         `table.get(key)`) is that one's too: the other holds what it gains."""
         if scope.binds(name):
-            scope.add(scope.locals, name, value)
+            scope.bind(name, value)
             if scope.params is None or name in seen:
                 return
             seen.add(name)
@@ -421,7 +451,7 @@ class Summarizer:
     def _expr(self, node: ast.expr, scope: _Scope) -> Expr:
         kind = type(node)
         if kind is ast.Name:
-            return SELF if node.id == scope.self_name else ("n", node.id)  # type: ignore[attr-defined]
+            return SELF if node.id == scope.self_name else ("n", scope.current.get(node.id, node.id))  # type: ignore[attr-defined]
         if kind is ast.Constant:
             value = node.value  # type: ignore[attr-defined]
             if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_CONST):
@@ -561,6 +591,32 @@ class Summarizer:
                 return "builtins." + func.id
             return None
         return ".".join([base, *reversed(parts)]) if parts else base
+
+
+def _versioned(node: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> list[str]:
+    """The names a module-level function rebinds by plain assignments among its own statements (a parameter assigned
+    there, or a name assigned there twice), each read in versions: `backbone = backbone.features` then `backbone =
+    Getter(backbone)` reads the features, not the getter, where the getter is built. Not a name that a function, lambda
+    or class nested in it names (it may store into the name later, or read it later), nor a `global` or `nonlocal` one.
+    Elsewhere the order of statements is ignored, as before: every binding counts wherever the name is read."""
+    assigned: dict[str, int] = {}
+    for statement in node.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value is not None else []
+        for target in targets:
+            for name in target.elts if isinstance(target, (ast.Tuple, ast.List)) else (target,):
+                if isinstance(name, ast.Name):
+                    assigned[name.id] = assigned.get(name.id, 0) + 1
+    found = {name for name, count in assigned.items() if count > 1 or name in params}
+    if not found:
+        return []
+    for inner in ast.walk(node):
+        if inner is node:
+            continue
+        if isinstance(inner, (ast.Global, ast.Nonlocal)):
+            found -= set(inner.names)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            found -= {n.id for n in ast.walk(inner) if isinstance(n, ast.Name)}
+    return sorted(found)
 
 
 def _part_of(bound: Expr) -> tuple[Expr, Any] | None:

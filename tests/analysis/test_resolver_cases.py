@@ -628,6 +628,131 @@ class AlwaysParallel({Layer}):
 """},
         {"m.Proj": "conditional", "m.AlwaysParallel": "unknown"},
     ),
+    # `args["block"] = Sync` stores under that key: `make(**args)` binds it to `block`, and a lookup of another key
+    # does not read it (stored under any key, the binding missed it and every lookup read it)
+    "keyed-stores": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+def make(block, width=4):
+    return block()
+
+
+class Stage({Layer}):
+    def __init__(self):
+        super().__init__()
+        args = {{"width": 4}}
+        args["block"] = Clean
+        args["spare"] = Sync
+        self.block = make(block=args["block"])
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class SyncStage({Layer}):
+    def __init__(self):
+        super().__init__()
+        args = {{"width": 4}}
+        args["block"] = Sync
+        self.block = make(**args)
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Stage": "eligible", "m.SyncStage": "ineligible"},
+    ),
+    # `partial(Block, act=Sync)` binds what it is given as a call of Block would: a call site of it (a partial is its
+    # callable, so the later call binds only what it passes itself)
+    "partial-binds": (
+        {"parts.py": CLEAN, "m.py": """from functools import partial
+
+from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Block({Layer}):
+    def __init__(self, width, act=Clean):
+        super().__init__()
+        self.act = act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def make(layer_fn):
+    return layer_fn(4)
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.block = make(partial(Block, act=Sync))
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Block": "ineligible", "m.Net": "ineligible"},
+    ),
+    # an object of a package class called runs its class's `__call__`: the call binds its parameters (what a builder
+    # object is handed reaches the blocks it makes) and gives what it returns (not a layer's output)
+    "called-objects": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Sequential
+from .parts import Clean, Sync
+
+
+class Block({Layer}):
+    def __init__(self, act=Clean):
+        super().__init__()
+        self.act = act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Builder:
+    def __call__(self, acts):
+        return [self._make(act) for act in acts]
+
+    def _make(self, act):
+        return Block(act=act)
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        builder = Builder()
+        self.blocks = Sequential(*builder([Clean]))
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class Maker:
+    def __call__(self, layer_cls):
+        return layer_cls()
+
+
+class Made({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Maker()(Clean)
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class SyncMade({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Maker()(Sync)
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"m.Block": "eligible", "m.Net": "eligible", "m.Made": "eligible", "m.SyncMade": "ineligible"},
+    ),
     # a builder that calls its parameter (`model_cls(**kwargs)`) builds, for each of its callers, what that caller
     # passes, with that caller's arguments only
     "builder-per-caller": (

@@ -378,12 +378,24 @@ class Solver(FixedPoint):
                     for atom in self._ask(("expr", call[1], run)):
                         if atom[0] == "G" and not self._unbound(call[1], atom[1], run):
                             found.setdefault(atom[1], []).append((call, run))
+                        elif atom[0] == "I" and atom[1] in self.package.classes and (called := self._called(atom[1])):
+                            found.setdefault(f"{called[0]}.{called[1]}", []).append((call, run))  # its `__call__`
             changed = sites.register(found)
             if not changed:
                 break
             for solver in (self, *sharing):
                 solver.forget([("sites", qual) for qual in changed])
                 solver._rounds.clear()
+
+    def _called(self, cls: str) -> tuple[str, str] | None:
+        """(module, scope) of the `__call__` an object of package class `cls` runs when called, where the package
+        defines it (a layer's own is the framework's, which runs its forward)."""
+        assert self._sites is not None
+        owner = self._sites.method_owner(cls, "__call__")
+        if owner is None:
+            return None
+        module, facts = self.package.classes[owner]
+        return module.module, f"{facts.name}.__call__"
 
     def _unbound(self, callee: Expr, qual: str, run: Ctx) -> bool:
         """Whether `obj.method(...)` may run the method `qual` unbound (`Cls.method(obj, x)`): its arguments would
@@ -1161,6 +1173,8 @@ class Solver(FixedPoint):
                 out.add(atom[1])
             elif kind == "mapping-of":  # `super().__getitem__(key)` of a dict subclass: what it was built with
                 out |= union(self._container_method(d, atom[2], expr, ctx) for d in self._node(("mapping", atom[1])))
+            elif kind == "I" and atom[1] in package.classes and (called := self._called(atom[1])) is not None:
+                out |= self._returns(called, expr, ctx)  # an object whose class defines `__call__`: what that returns
             elif kind in ("T",) or (kind == "I" and atom[1] in package.classes):
                 out.add(("T",))  # calling a layer: its forward's output
             elif kind == "H":  # a host value called (`arch.startswith("b")`, a string past the constants kept): what
@@ -1193,8 +1207,9 @@ class Solver(FixedPoint):
             return items
         if method in ("values", "copy", "children", "modules"):
             return frozenset({listing(items)})
-        if method == "items":
-            return frozenset({listing({listing(items | {("H",)})})})
+        if method == "items":  # (key, value) pairs: a dict's known keys are themselves, the others host values
+            keys = {("C", k) if isinstance(k, str) else k if isinstance(k, tuple) else ("H",) for k, _ in container[1]} if container[0] == "K" else {("H",)}
+            return frozenset({listing({listing(items | keys)})})
         default = self._eval(expr[2][1], ctx) if len(expr[2]) > 1 else EMPTY  # get / pop / setdefault
         return items | default
 

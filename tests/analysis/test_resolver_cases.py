@@ -628,6 +628,113 @@ class AlwaysParallel({Layer}):
 """},
         {"m.Proj": "conditional", "m.AlwaysParallel": "unknown"},
     ),
+    # a setting read from the `**kwargs` of a config no call seen builds (`kwargs.pop("degree", -1)`): the default is
+    # what it gives, but a loader's `cls(**settings)` may pass anything, so what another value builds is conditional
+    "settings-of-an-unbuilt-config": (
+        {"m.py": """from {nn} import {Layer}
+import {nn} as nn
+from parallel_library import ParallelLinear
+
+
+class Settings:
+    renamed = {{"n_hidden": "hidden"}}
+
+    def __init__(self, **kwargs):
+        for old, new in self.renamed.items():  # a table's keys are known: what it moves stays under them
+            if old in kwargs:
+                kwargs[new] = kwargs.pop(old)
+        if "extra" in kwargs:
+            kwargs["extra"] = None  # stored under its own key: no other setting reads it
+        self.parallel_degree = kwargs.pop("parallel_degree", -1)
+        self.wide_degree = kwargs.pop("wide_degree", 8)
+
+
+class Proj({Layer}):
+    def __init__(self, config: Settings):
+        super().__init__()
+        if config.parallel_degree > 1:
+            self.proj = ParallelLinear(4)
+        else:
+            self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class WideProj({Layer}):
+    def __init__(self, config: Settings):
+        super().__init__()
+        if config.wide_degree > 1:
+            self.proj = ParallelLinear(4)
+        else:
+            self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+"""},
+        {"m.Proj": "conditional", "m.WideProj": "unknown"},
+    ),
+    # `config_class = Settings` in a model's body declares what its `config` is built from (its loader builds that
+    # class and passes it), as an annotation would; without a declaration the parameter stays unseen, any setting
+    "declared-config-class": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Settings:
+    def __init__(self, use_sync=False):
+        self.use_sync = use_sync
+
+
+class Block({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if config.use_sync:
+            self.inner = Sync()
+        else:
+            self.inner = Clean()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class Pretrained({Layer}):
+    config_class = None
+
+
+class Model(Pretrained):
+    config_class = Settings
+
+    def __init__(self, config):
+        super().__init__()
+        self.block = Block(config)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Undeclared(Pretrained):
+    def __init__(self, config):
+        super().__init__()
+        self.block = OtherBlock(config)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class OtherBlock({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if config.use_sync:
+            self.inner = Sync()
+        else:
+            self.inner = Clean()
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"m.Model": "eligible", "m.Block": "eligible", "m.Undeclared": "ineligible"},
+    ),
     # `args["block"] = Sync` stores under that key: `make(**args)` binds it to `block`, and a lookup of another key
     # does not read it (stored under any key, the binding missed it and every lookup read it)
     "keyed-stores": (

@@ -628,12 +628,18 @@ class Solver(FixedPoint):
             if run_in is not None and call_ctx[:2] == run_in[:2]:
                 call_ctx = run_in
             parts.append(self._bind(call, call_ctx, skip, summary, name, index))
+        if not sites and name == summary.kwarg and summary.name.endswith(".__init__"):  # a constructor no call seen
+            return frozenset({mapping({(None, _unseen(name, summary))})})  # makes: a loader's `cls(**settings)` may
         if not sites and name in (summary.vararg, summary.kwarg):  # nothing seen passes anything extra
             return frozenset({mapping(()) if name == summary.kwarg else listing(())})
         if not sites and default is None:  # nothing seen passes it: its annotation's class, else it cannot be told
             annotation = summary.annotations.get(name)
             if annotation is not None:
                 return instances(self._eval(annotation, outer), self.package.classes.__contains__)
+            owner = owner_class(module, summary.name, self.package) if summary.name.endswith(".__init__") else None
+            built = self._built_from(owner, name) if owner is not None else EMPTY
+            if built:
+                return built
             if self.defaults:  # no build the package makes calls it without the argument: no default to read
                 return EMPTY
             return frozenset({_unseen(name, summary)})
@@ -682,6 +688,18 @@ class Solver(FixedPoint):
                 found = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in exprs)
                 if found:
                     return found
+        return EMPTY
+
+    def _built_from(self, cls: str, name: str) -> Value:
+        """What constructor parameter `name` holds by the class `cls` declares for it: `config_class = BloomConfig` in a
+        model's body names the class its `config` is built from (the loader builds `cls.config_class` and passes it),
+        as an annotation would; nothing when the nearest body assigning `<name>_class` names no package class."""
+        for owner in self.package.mro(cls):
+            module, facts = self.package.classes[owner]
+            exprs = facts.attrs.get(f"{name}_class")
+            if exprs:
+                found = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in exprs)
+                return frozenset(("I", a[1]) for a in found if a[0] == "G" and a[1] in self.package.classes)
         return EMPTY
 
     def _bind(self, call: Expr, ctx: Ctx, skip: int, summary: ScopeSummary, name: str, index: int) -> Value:

@@ -455,8 +455,15 @@ class Package:
                 if method is not None:
                     result.take(self._function(qual, method[0], method[1]), None, bind=same)
             return result
+        init = next((self.classes[o][1] for o in self.mro(qual) if self.classes[o][1].has_init), None)
+        if found is None and init is not None and init.init_raises:  # building one raises: nothing of it ever runs
+            return result
         if found is None:
             external = [b for b in self.framework_bases(qual) if fw.layer_kind(b) not in ("base", None)]
+            called = self.find_method(qual, "__call__") if not external else None
+            if called is not None:  # a layer that overrides `__call__`: calling it runs that, not a forward
+                result.take(self._function(qual, called[0], called[1]), None, bind=same)
+                return result
             if not external:
                 result.absorb(Status.UNKNOWN, [Reason((cls.name,), "AG902", "no forward method found", module.path, cls.line)], None)
             for base in external:

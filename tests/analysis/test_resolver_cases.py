@@ -860,6 +860,56 @@ class SyncMade({Layer}):
 """},
         {"m.Block": "eligible", "m.Net": "eligible", "m.Made": "eligible", "m.SyncMade": "ineligible"},
     ),
+    # a layer that overrides `__call__` runs it when called (no forward of its own): judged by it; a class whose
+    # `__init__` only raises is never built, so nothing of it runs where a parent may build it
+    "call-and-placeholder-layers": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean
+
+
+class Pad({Layer}):
+    def __call__(self, x):
+        return x * 2
+
+
+class SyncPad({Layer}):
+    def __call__(self, x):
+        return x / x.max().item()
+
+
+class Placeholder({Layer}):
+    def __init__(self, width):
+        \"\"\"Not written yet.\"\"\"
+        raise NotImplementedError
+
+
+class Unfinished({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        if width > 8:
+            raise NotImplementedError
+
+
+class Padded({Layer}):
+    def __init__(self, width=4):
+        super().__init__()
+        self.pad = Pad()
+        self.block = Placeholder(width) if width > 8 else Clean()
+
+    def forward(self, x):
+        return self.block(self.pad(x))
+
+
+class Unsure({Layer}):
+    def __init__(self, width=4):
+        super().__init__()
+        self.block = Unfinished(width) if width > 8 else Clean()
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Pad": "eligible", "m.SyncPad": "ineligible", "m.Padded": "eligible", "m.Unsure": "unknown"},
+    ),
     # a builder that calls its parameter (`model_cls(**kwargs)`) builds, for each of its callers, what that caller
     # passes, with that caller's arguments only
     "builder-per-caller": (

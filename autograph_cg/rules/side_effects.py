@@ -157,14 +157,24 @@ RULES = (
         family=SIDE_EFFECTS,
         severity=Severity.ERROR,
         message="`{detail}` draws a host random number, frozen at capture",
-        what="Finds Python `random` and NumPy random calls in code reachable from forward.",
+        what="Finds Python `random` and NumPy random calls in code reachable from forward, and framework layers "
+        "whose kernels take their seed on the host at launch (Paddle's `Dropout2D`, `AlphaDropout`, the fused "
+        "transformer layers: `framework_layers.py` names them, with what was read).",
         why=_REPLAY_WHY + " The number drawn at capture is reused by every replay (e.g. stochastic depth that "
         "always keeps or always drops).",
         example="if random.random() < self.drop_prob:\n    return x",
         instead="keep = (paddle.rand([x.shape[0], 1, 1]) >= self.drop_prob).astype(x.dtype)\nreturn x * keep / (1 - self.drop_prob)",
         prefixes=("random.", "numpy.random."),
-        invalid=("import random\np = random.random()\ny = x * p", "p = np.random.rand()\ny = x * p"),
-        valid=("torch: y = torch.rand_like(x)", "paddle: y = paddle.rand(x.shape)"),
+        invalid=(
+            "import random\np = random.random()\ny = x * p", "p = np.random.rand()\ny = x * p",
+            "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = "
+            "nn.Dropout2D(0.1)\n    def forward(self, x):\n        return self.drop(x)\n",
+        ),
+        valid=(
+            "torch: y = torch.rand_like(x)", "paddle: y = paddle.rand(x.shape)",
+            "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = "
+            "nn.Dropout(0.1)\n    def forward(self, x):\n        return self.drop(x)\n",
+        ),
     ),
     Rule(
         code="AG405",

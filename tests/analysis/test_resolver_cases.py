@@ -2988,6 +2988,35 @@ def test_sublayers_registered_in_statements_with_a_trailing_comma_are_known(tmp_
     assert {(s.wrapped_class, s.owner, s.target) for s in plan.sites} == {("pkg.m.Dense", "pkg.m.Net", "self.dense")}
 
 
+CALLED_DIRECTLY = """from {nn} import {Layer}
+
+
+class Pad({Layer}):
+    def __call__(self, x):
+        return x.tanh().exp().sin().cos().abs().sqrt().log1p()
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.pad = Pad()
+
+    def forward(self, x):
+        x = self.pad(x)
+        return x / x.max().item()
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_layer_called_through_its_own_call_is_no_site(tmp_path: Path, framework: str) -> None:
+    """Calling a layer whose class defines `__call__` runs that, never the forward the wrapper routes: such a layer is
+    judged by its `__call__` (for the parents whose graphs hold it) but not wrapped where it is built."""
+    _write(tmp_path, framework, {"m.py": CALLED_DIRECTLY})
+    plan = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan
+    assert plan.verdicts["pkg.m.Pad"].status.value == "eligible" and plan.verdicts["pkg.m.Pad"].kernels >= 7
+    assert plan.sites == ()
+
+
 REGISTERED_AND_KEPT = """from paddle.nn import Layer
 
 from .parts import Clean, Sync

@@ -18,6 +18,7 @@ from autograph_cg.analysis import guards
 from autograph_cg.analysis.guards import Binder, same
 from autograph_cg.analysis.ledger import Ledger
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
+from autograph_cg.analysis.framework_layers import Layer
 from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
@@ -455,8 +456,15 @@ class Package:
                 if method is not None:
                     result.take(self._function(qual, method[0], method[1]), None, bind=same)
             return result
+        init = next((self.classes[o][1] for o in self.mro(qual) if self.classes[o][1].has_init), None)
+        if found is None and init is not None and init.init_raises:  # building one raises: nothing of it ever runs
+            return result
         if found is None:
             external = [b for b in self.framework_bases(qual) if fw.layer_kind(b) not in ("base", None)]
+            called = self.find_method(qual, "__call__") if not external else None
+            if called is not None:  # a layer that overrides `__call__`: calling it runs that, not a forward
+                result.take(self._function(qual, called[0], called[1]), None, bind=same)
+                return result
             if not external:
                 result.absorb(Status.UNKNOWN, [Reason((cls.name,), "AG902", "no forward method found", module.path, cls.line)], None)
             for base in external:
@@ -853,7 +861,21 @@ class Package:
             return
         if fw.is_framework(cls) and not short[:1].isupper():
             return  # a framework function stored on self (F.gelu)
+        entry = fw.hazard(cls, call.passes if call is not None else None)
+        if entry is not None:  # off the list for a hazard read in its source: that hazard, not an unknown
+            self._hazard(entry, call, module, line, result, step)
+            return
         self._unknown("AG902", cls, call, module, line, result, step)
+
+    def _hazard(self, entry: Layer, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str) -> None:
+        """A framework layer whose forward has a definite hazard (`Layer.hazard`): the parent is ineligible by that
+        rule, as if its forward held the finding; a side effect (AG4xx, a frozen random draw) no condition waives."""
+        rule = RULES[entry.hazard]
+        message = f"{rule.message.format(detail=entry.name)}: {entry.note}"
+        if call is not None and self.keep(rule.code):
+            self.ledger.add(("finding", Finding(module.path, call.span, rule.code, message, step.split(" → ")[0])))
+        hard = not rule.code.startswith(_WAIVABLE)
+        result.absorb(Status.INELIGIBLE, [Reason((), rule.code, message, module.path, line)], step, hard=hard)
 
     def _unresolved(self, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
         self._unknown("AG901", call.text, call, module, call.span.line, result, step)

@@ -127,6 +127,7 @@ class ClassFacts:
     sites: tuple[SiteFacts, ...] = ()  # sublayers built by __init__ and the methods it calls
     attrs: dict[str, tuple[Expr, ...]] = field(default_factory=dict)  # class attributes (`expansion = 4`)
     has_init: bool = False  # defines `__init__` (not in `methods`, which holds what forward may call)
+    init_raises: bool = False  # its `__init__` is one `raise` (a placeholder): no instance of it is ever built
     # without a `forward` method: the methods `__init__` makes the instance's forward (`self.forward = self.m`)
     forwards: tuple[str, ...] = ()
     skipped: bool = False

@@ -3,7 +3,9 @@
 `frameworks.py` derives its allowlists from this table. An entry is `known` (capturable: no host sync, no
 data-dependent shape, no host control flow on tensor values and no per-call Python state in its forward and what
 that calls, and a graph-safe random stream where it draws one), a `container`, a `base`, or `off`: checked and left
-off the allowlist, with the reason, so that a parent holding it stays `unknown`. Evidence is `source` (its forward,
+off the allowlist, with the reason. An `off` entry whose note names a definite capture hazard (read in the source)
+says which rule's hazard it is (`hazard`, and the argument a call must pass for it to hold, `when`): a parent calling it
+is then `ineligible` by that rule; one merely not checked keeps its parent `unknown`. Evidence is `source` (its forward,
 the functions it calls and the kernels it ends in were read: paddlepaddle 3.3.1, torch 2.13, torchvision 0.29) or
 `gpu` (wrapped in `CUDAGraphedLayer`, the path users run, and replayed against eager, forward and backward, by
 `tests/analysis/test_framework_capture_gpu.py`). `tests/analysis/test_framework_lists.py` keeps table, frameworks
@@ -27,6 +29,8 @@ class Layer:
     stateless: bool = False  # no parameters or buffers: building one in forward costs a Python object
     caveat: str = ""  # constructor or call arguments under which it is not capturable, and why
     waives: tuple[str, ...] = ()  # "CODE text": findings in its own source that the note explains away
+    hazard: str = ""  # OFF only: the rule (code) whose hazard its note names as definite; "": not checked
+    when: tuple[str, int] | tuple[()] = ()  # the argument (keyword, position) a call passes for `hazard` to hold
 
     @property
     def short(self) -> str:
@@ -35,10 +39,10 @@ class Layer:
 
 def _rows(
     role: str, checked: str, prefix: str, rows: str, note: str, stateless: bool = False, caveat: str = "",
-    waives: tuple[str, ...] = (),
+    waives: tuple[str, ...] = (), hazard: str = "", when: tuple[str, int] | tuple[()] = (),
 ) -> list[Layer]:
     """Many classes with one note: `rows` is a space-separated list of names under `prefix`."""
-    return [Layer(f"{prefix}.{name}", role, checked, note, stateless, caveat, waives) for name in rows.split()]
+    return [Layer(f"{prefix}.{name}", role, checked, note, stateless, caveat, waives, hazard, when) for name in rows.split()]
 
 
 # ----- PyTorch: every entry below is captured and replayed by the GPU test; the notes say what its forward runs ----
@@ -190,7 +194,7 @@ PADDLE: list[Layer] = [
     Layer(f"{_P}.Dropout", KNOWN, SOURCE, "dropout kernel, re-seeded on every replay", True,
           caveat="axis: given, the mask comes from paddle.uniform, which " + _FROZEN_RNG),
     *_rows(OFF, SOURCE, _P, "Dropout2D Dropout3D AlphaDropout FeatureAlphaDropout",
-           "training: its mask comes from paddle.uniform, which " + _FROZEN_RNG, True),
+           "training: its mask comes from paddle.uniform, which " + _FROZEN_RNG, True, hazard="AG404"),
     Layer(f"{_P}.Embedding", KNOWN, SOURCE, "embedding kernel",
           caveat="max_norm: embedding_renorm_ calls paddle.unique, a data-dependent size; sparse=True: selected-rows "
           "gradients"),
@@ -225,8 +229,10 @@ PADDLE: list[Layer] = [
     *_rows(KNOWN, SOURCE, _P, "SimpleRNNCell LSTMCell GRUCell", "matmul, split and activations; initial states are "
            "paddle.full from the batch size (its `.item()` is reached only when that size is unknown)",
            waives=("AG101 `.item()`",)),
-    *_rows(OFF, SOURCE, _P, "SimpleRNN LSTM GRU", "the rnn kernel builds cuDNN descriptors with a host-drawn dropout "
-           "seed on every call and copies sequence_length to the host (phi/kernels/gpu/rnn_kernel.cu.cc)"),
+    *_rows(OFF, SOURCE, _P, "SimpleRNN LSTM GRU", "the rnn kernel builds its cuDNN descriptors from sequence_length "
+           "as a host `std::vector<int>` (phi/kernels/gpu/rnn_functor.h): a tensor passed is copied to the host on "
+           "every call; without it, not checked (descriptors and dropout state are set up per call)",
+           hazard="AG104", when=("sequence_length", 2)),
     *_rows(OFF, SOURCE, _P, "RNN BiRNN", "runs the cell it is given step by step through Python structure helpers "
            "(nn/layer/rnn.py _rnn_dynamic_graph): not checked"),
     *_rows(OFF, SOURCE, _P, "RNNCellBase", "base of the cells; they are listed"),
@@ -251,7 +257,8 @@ PADDLE: list[Layer] = [
 ]
 
 _PI = "paddle.incubate.nn"
-_FUSED_DROPOUT = "training with dropout > 0 (the default): FusedDropoutHelper " + _FROZEN_RNG
+_FUSED_DROPOUT = ("training with dropout > 0 (the default): FusedDropoutHelper (its seed attributes) " + _FROZEN_RNG
+                  + " (phi/kernels/fusion/gpu/fused_dropout_helper.h, funcs/dropout_impl_util.h)")
 PADDLE_INCUBATE: list[Layer] = [
     Layer(f"{_PI}.FusedLinear", KNOWN, SOURCE, "fused_gemm_epilogue (cuBLASLt matmul with bias)"),
     Layer(f"{_PI}.FusedDropoutAdd", KNOWN, SOURCE, "fused_dropout_add: the forward kernel re-seeds on every replay "
@@ -260,7 +267,7 @@ PADDLE_INCUBATE: list[Layer] = [
     Layer(f"{_PI}.FusedDropout", KNOWN, SOURCE, "paddle.nn.functional.dropout, re-seeded on every replay", True,
           caveat="axis: given, the dropout_nd kernel " + _FROZEN_RNG),
     *_rows(OFF, SOURCE, _PI, "FusedMultiHeadAttention FusedFeedForward FusedBiasDropoutResidualLayerNorm "
-           "FusedTransformerEncoderLayer", _FUSED_DROPOUT),
+           "FusedTransformerEncoderLayer", _FUSED_DROPOUT, hazard="AG404"),
     Layer(f"{_PI}.FusedMultiTransformer", OFF, SOURCE, "an inference decoding op with caches and a host time_step: not "
           "checked"),
 ]

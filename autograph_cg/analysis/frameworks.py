@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from autograph_cg.analysis.framework_layers import BASE, CONTAINER, KNOWN, LAYERS
+from autograph_cg.analysis.framework_layers import BASE, CONTAINER, KNOWN, LAYERS, Layer
 
 FRAMEWORKS = ("paddle", "torch")
 
@@ -53,6 +53,27 @@ LAYER_BASES = frozenset(layer.name for layer in LAYERS if layer.role == BASE) | 
 KNOWN_LAYERS = _by_home(KNOWN)
 #: Framework layers without parameters or buffers: building one in forward costs a Python object, nothing more.
 PARAMETERLESS = frozenset(layer.short for layer in LAYERS if layer.stateless)
+#: Off-list layers whose forward has a definite capture hazard (`Layer.hazard`), by home and short name.
+_HAZARDOUS = {(home(layer.name), layer.short): layer for layer in LAYERS if layer.hazard}
+
+
+def hazard(qualname: str, passes: tuple[tuple[int | str | None, object], ...] | None) -> Layer | None:
+    """The entry of a framework layer whose forward has a definite capture hazard where a call passing `passes`
+    (positions and keywords, as `CallRef.passes`; None: a call not seen, a subclass's inherited forward) runs it:
+    one whose hazard holds only under an argument counts where the call may pass it (`**x`, `*xs` included)."""
+    layer = _HAZARDOUS.get((home(qualname), qualname.rsplit(".", 1)[-1]))
+    if layer is None or not layer.when:
+        return layer
+    if passes is None:
+        return None
+    keyword, position = layer.when
+    for key, value in passes:
+        spread = value == ("*",) and isinstance(key, int) and key <= position
+        if (key in (keyword, position, None) or spread) and value != ("c", None):
+            return layer
+    return None
+
+
 #: Containers: sequences and dicts of layers. Only `Sequential` is callable.
 CONTAINERS = _by_home(CONTAINER)
 CALLABLE_CONTAINERS = frozenset({"Sequential"})

@@ -153,6 +153,7 @@ class _ClassBuilder:
         self.cls.host_methods = frozenset(name for name, m in self.methods.items() if annotation_kind(m.returns) == HOST)
         init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
         self.has_init = init is not None
+        self.init_raises = init is not None and _only_raises(init)
         self.forwards = () if "forward" in self.methods or init is None else _forward_aliases(init, self.methods)
         self.collector = SiteCollector(
             scope, self.cls, init if reachable else None, {**self.methods, **({"__init__": init} if init else {})}, summarizer, node.name
@@ -208,6 +209,7 @@ class _ClassBuilder:
             sites=tuple(self.sites),
             attrs=self.attrs(),
             has_init=self.has_init,
+            init_raises=self.init_raises,
             forwards=self.forwards,
             skipped=_is_skipped(self.scope, self.node),
             error=self.error,
@@ -228,6 +230,12 @@ def _returns(scope: ModuleScope, node: ast.FunctionDef | ast.AsyncFunctionDef, f
         return dotted_name(expr, lambda name: local.get(name) or scope.qualify_name(name))
 
     return replace(facts, host_return=True, truthy=capture.truthy_calls(node, qualify))
+
+
+def _only_raises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body that is one `raise` (after its docstring): `__init__` so written builds no instance, ever."""
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    return len(body) == 1 and isinstance(body[0], ast.Raise)
 
 
 def _forward_aliases(init: ast.FunctionDef | ast.AsyncFunctionDef, methods: dict) -> tuple[str, ...]:

@@ -135,11 +135,14 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
         return normal(tests)
 
     def capturable(built: _Built, guarded: bool = True) -> bool:
-        """`guarded`: a class needing a guard may be built there (its own wrapper checks it)."""
+        """`guarded`: a class needing a guard may be built there (its own wrapper checks it). A class that defines
+        `__call__` is called through it, never through the forward the wrapper routes: it is captured only inside a
+        parent's graph."""
         found = guard(built)
         return (
             not built.opaque
             and all(c in verdicts and verdicts[c].status in statuses for c in built.classes)
+            and not any(package.find_method(c, "__call__") is not None for c in built.classes)
             and all(fw.layer_kind(o) in ("known", "container") for o in built.others)
             and found is not None
             and (guarded or not found)

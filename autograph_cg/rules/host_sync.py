@@ -146,7 +146,9 @@ RULES = (
         family=HOST_SYNC,
         severity=Severity.ERROR,
         message="`{detail}` moves a tensor to the CPU and waits for it",
-        what="Finds `.cpu()`, `.pin_memory()` and `.to('cpu')` (without `non_blocking=True`) on a tensor.",
+        what="Finds `.cpu()`, `.pin_memory()` and `.to('cpu')` (without `non_blocking=True`) on a tensor, and "
+        "framework layers whose kernels copy a tensor argument to the host (Paddle's `LSTM`, `GRU` and `SimpleRNN` "
+        "given `sequence_length`: `framework_layers.py` names them, with what was read).",
         why=_SYNC_WHY,
         example="stats = x.mean(0).cpu()",
         instead="stats = x.mean(0)  # copy after the graph, outside the captured layer",
@@ -154,8 +156,16 @@ RULES = (
         "every replay; the rule does not flag `non_blocking=True`.",
         methods=("cpu", "to", "pin_memory"),
         guard=_to_cpu,
-        invalid=("y = x.cpu()", "y = x.to('cpu')", "torch: y = x.to(device=torch.device('cpu'))"),
-        valid=("torch: y = x.to('cpu', non_blocking=True)", "y = x.to(x.dtype)"),
+        invalid=(
+            "y = x.cpu()", "y = x.to('cpu')", "torch: y = x.to(device=torch.device('cpu'))",
+            "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.rnn = "
+            "nn.LSTM(4, 4)\n    def forward(self, x, lengths):\n        return self.rnn(x, sequence_length=lengths)\n",
+        ),
+        valid=(
+            "torch: y = x.to('cpu', non_blocking=True)", "y = x.to(x.dtype)",
+            "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.rnn = "
+            "nn.LSTM(4, 4)\n    def forward(self, x):\n        return self.rnn(x, None, None)\n",
+        ),
     ),
     Rule(
         code="AG105",

@@ -168,8 +168,10 @@ RULES = (
         family=SIDE_EFFECTS,
         severity=Severity.ERROR,
         message="`{detail}` draws a host random number, frozen at capture",
-        what="Finds Python `random` and NumPy random calls in code reachable from forward, and PyTorch's random "
-        "factories called without a `device` (they draw on the CPU generator).",
+        what="Finds Python `random` and NumPy random calls in code reachable from forward, PyTorch's random "
+        "factories called without a `device` (they draw on the CPU generator), and framework layers whose kernels "
+        "take their seed on the host at launch (Paddle's `Dropout2D`, `AlphaDropout`, the fused transformer "
+        "layers: `framework_layers.py` names them, with what was read).",
         why=_REPLAY_WHY + " The number drawn at capture is reused by every replay (e.g. stochastic depth that "
         "always keeps or always drops, a channel permutation that never changes); a CPU tensor copied to the "
         "device inside a capture may also fail it.",
@@ -183,12 +185,16 @@ RULES = (
             "p = np.random.rand()\ny = x * p",
             "torch: order = torch.randperm(4)\ny = x[:, order]",
             "torch: noise = torch.randn(x.shape).to(x.device)\ny = x + noise",
+            "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = "
+            "nn.Dropout2D(0.1)\n    def forward(self, x):\n        return self.drop(x)\n",
         ),
         valid=(
             "torch: y = torch.rand_like(x)",
             "paddle: y = paddle.rand(x.shape)",
             "torch: order = torch.randperm(4, device=x.device)\ny = x[:, order]",
             "torch: y = x + torch.randn(x.shape, **where)",
+            "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = "
+            "nn.Dropout(0.1)\n    def forward(self, x):\n        return self.drop(x)\n",
         ),
     ),
     Rule(

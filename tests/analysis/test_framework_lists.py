@@ -98,6 +98,35 @@ def test_caveats_name_real_arguments():
                 assert arg in params, f"{layer.name}: {arg!r} is not a parameter"
 
 
+def test_hazards_name_blocking_rules_and_real_arguments():
+    """An off entry's definite hazard is a rule that blocks capture; the argument it holds under is forward's
+    parameter at that position (what `frameworks.hazard` matches a call's keywords and positions against)."""
+    from autograph_cg.rules.registry import RULES
+
+    for layer in LAYERS:
+        if not layer.hazard:
+            assert not layer.when, layer.name
+            continue
+        assert layer.role == OFF and RULES[layer.hazard].blocks, layer.name
+        if layer.when and _installed(layer.name):
+            keyword, position = layer.when
+            params = [p for p in inspect.signature(_resolve(layer.name).forward).parameters if p != "self"]
+            assert params[position] == keyword, layer.name
+
+
+def test_a_hazard_under_an_argument_holds_where_a_call_may_pass_it():
+    lstm = "paddle.nn.LSTM"
+    assert fw.hazard(lstm, ((0, ("?",)), ("sequence_length", ("n", "lengths")))) is not None
+    assert fw.hazard(lstm, ((0, ("?",)), (1, ("?",)), (2, ("?",)))) is not None
+    assert fw.hazard(lstm, ((0, ("?",)), (None, ("?",)))) is not None  # `**kwargs` may hold it
+    assert fw.hazard(lstm, ((0, ("?",)), (1, ("*",)))) is not None  # and so may `*args`
+    assert fw.hazard(lstm, ((0, ("?",)),)) is None
+    assert fw.hazard(lstm, ((0, ("?",)), ("sequence_length", ("c", None)))) is None
+    assert fw.hazard(lstm, None) is None  # a subclass's inherited forward: what its callers pass is not seen
+    assert fw.hazard("paddle.nn.Dropout2D", None) is not None  # no argument needed
+    assert fw.hazard("paddle.nn.CTCLoss", ((0, ("?",)),)) is None  # off, not checked: no hazard to name
+
+
 # ----- PyTorch: the installed classes, and the cases the GPU test captures --------------------------------------------
 def test_torch_entries_are_the_installed_classes():
     for layer in _entries("torch."):

@@ -652,6 +652,288 @@ class AlwaysParallel({Layer}):
 """},
         {"m.Proj": "conditional", "m.AlwaysParallel": "unknown"},
     ),
+    # a setting read from the `**kwargs` of a config no call seen builds (`kwargs.pop("degree", -1)`): the default is
+    # what it gives, but a loader's `cls(**settings)` may pass anything, so what another value builds is conditional
+    "settings-of-an-unbuilt-config": (
+        {"m.py": """from {nn} import {Layer}
+import {nn} as nn
+from parallel_library import ParallelLinear
+
+
+class Settings:
+    renamed = {{"n_hidden": "hidden"}}
+
+    def __init__(self, **kwargs):
+        for old, new in self.renamed.items():  # a table's keys are known: what it moves stays under them
+            if old in kwargs:
+                kwargs[new] = kwargs.pop(old)
+        if "extra" in kwargs:
+            kwargs["extra"] = None  # stored under its own key: no other setting reads it
+        self.parallel_degree = kwargs.pop("parallel_degree", -1)
+        self.wide_degree = kwargs.pop("wide_degree", 8)
+
+
+class Proj({Layer}):
+    def __init__(self, config: Settings):
+        super().__init__()
+        if config.parallel_degree > 1:
+            self.proj = ParallelLinear(4)
+        else:
+            self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class WideProj({Layer}):
+    def __init__(self, config: Settings):
+        super().__init__()
+        if config.wide_degree > 1:
+            self.proj = ParallelLinear(4)
+        else:
+            self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+"""},
+        {"m.Proj": "conditional", "m.WideProj": "unknown"},
+    ),
+    # `config_class = Settings` in a model's body declares what its `config` is built from (its loader builds that
+    # class and passes it), as an annotation would; without a declaration the parameter stays unseen, any setting
+    "declared-config-class": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Settings:
+    def __init__(self, use_sync=False):
+        self.use_sync = use_sync
+
+
+class Block({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if config.use_sync:
+            self.inner = Sync()
+        else:
+            self.inner = Clean()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class Pretrained({Layer}):
+    config_class = None
+
+
+class Model(Pretrained):
+    config_class = Settings
+
+    def __init__(self, config):
+        super().__init__()
+        self.block = Block(config)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Undeclared(Pretrained):
+    def __init__(self, config):
+        super().__init__()
+        self.block = OtherBlock(config)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class OtherBlock({Layer}):
+    def __init__(self, config):
+        super().__init__()
+        if config.use_sync:
+            self.inner = Sync()
+        else:
+            self.inner = Clean()
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"m.Model": "eligible", "m.Block": "eligible", "m.Undeclared": "ineligible"},
+    ),
+    # `args["block"] = Sync` stores under that key: `make(**args)` binds it to `block`, and a lookup of another key
+    # does not read it (stored under any key, the binding missed it and every lookup read it)
+    "keyed-stores": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+def make(block, width=4):
+    return block()
+
+
+class Stage({Layer}):
+    def __init__(self):
+        super().__init__()
+        args = {{"width": 4}}
+        args["block"] = Clean
+        args["spare"] = Sync
+        self.block = make(block=args["block"])
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class SyncStage({Layer}):
+    def __init__(self):
+        super().__init__()
+        args = {{"width": 4}}
+        args["block"] = Sync
+        self.block = make(**args)
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Stage": "eligible", "m.SyncStage": "ineligible"},
+    ),
+    # `partial(Block, act=Sync)` binds what it is given as a call of Block would: a call site of it (a partial is its
+    # callable, so the later call binds only what it passes itself)
+    "partial-binds": (
+        {"parts.py": CLEAN, "m.py": """from functools import partial
+
+from {nn} import {Layer}
+from .parts import Clean, Sync
+
+
+class Block({Layer}):
+    def __init__(self, width, act=Clean):
+        super().__init__()
+        self.act = act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def make(layer_fn):
+    return layer_fn(4)
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.block = make(partial(Block, act=Sync))
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Block": "ineligible", "m.Net": "ineligible"},
+    ),
+    # an object of a package class called runs its class's `__call__`: the call binds its parameters (what a builder
+    # object is handed reaches the blocks it makes) and gives what it returns (not a layer's output)
+    "called-objects": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Sequential
+from .parts import Clean, Sync
+
+
+class Block({Layer}):
+    def __init__(self, act=Clean):
+        super().__init__()
+        self.act = act()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Builder:
+    def __call__(self, acts):
+        return [self._make(act) for act in acts]
+
+    def _make(self, act):
+        return Block(act=act)
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        builder = Builder()
+        self.blocks = Sequential(*builder([Clean]))
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class Maker:
+    def __call__(self, layer_cls):
+        return layer_cls()
+
+
+class Made({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Maker()(Clean)
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class SyncMade({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = Maker()(Sync)
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"m.Block": "eligible", "m.Net": "eligible", "m.Made": "eligible", "m.SyncMade": "ineligible"},
+    ),
+    # a layer that overrides `__call__` runs it when called (no forward of its own): judged by it; a class whose
+    # `__init__` only raises is never built, so nothing of it runs where a parent may build it
+    "call-and-placeholder-layers": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}
+from .parts import Clean
+
+
+class Pad({Layer}):
+    def __call__(self, x):
+        return x * 2
+
+
+class SyncPad({Layer}):
+    def __call__(self, x):
+        return x / x.max().item()
+
+
+class Placeholder({Layer}):
+    def __init__(self, width):
+        \"\"\"Not written yet.\"\"\"
+        raise NotImplementedError
+
+
+class Unfinished({Layer}):
+    def __init__(self, width):
+        super().__init__()
+        if width > 8:
+            raise NotImplementedError
+
+
+class Padded({Layer}):
+    def __init__(self, width=4):
+        super().__init__()
+        self.pad = Pad()
+        self.block = Placeholder(width) if width > 8 else Clean()
+
+    def forward(self, x):
+        return self.block(self.pad(x))
+
+
+class Unsure({Layer}):
+    def __init__(self, width=4):
+        super().__init__()
+        self.block = Unfinished(width) if width > 8 else Clean()
+
+    def forward(self, x):
+        return self.block(x)
+"""},
+        {"m.Pad": "eligible", "m.SyncPad": "ineligible", "m.Padded": "eligible", "m.Unsure": "unknown"},
+    ),
     # a builder that calls its parameter (`model_cls(**kwargs)`) builds, for each of its callers, what that caller
     # passes, with that caller's arguments only
     "builder-per-caller": (
@@ -2943,6 +3225,35 @@ def test_sublayers_registered_in_statements_with_a_trailing_comma_are_known(tmp_
     dense = plan.verdicts["pkg.m.Dense"]
     assert dense.status.value == "eligible", [r.message for r in dense.reasons]
     assert {(s.wrapped_class, s.owner, s.target) for s in plan.sites} == {("pkg.m.Dense", "pkg.m.Net", "self.dense")}
+
+
+CALLED_DIRECTLY = """from {nn} import {Layer}
+
+
+class Pad({Layer}):
+    def __call__(self, x):
+        return x.tanh().exp().sin().cos().abs().sqrt().log1p()
+
+
+class Net({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.pad = Pad()
+
+    def forward(self, x):
+        x = self.pad(x)
+        return x / x.max().item()
+"""
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_layer_called_through_its_own_call_is_no_site(tmp_path: Path, framework: str) -> None:
+    """Calling a layer whose class defines `__call__` runs that, never the forward the wrapper routes: such a layer is
+    judged by its `__call__` (for the parents whose graphs hold it) but not wrapped where it is built."""
+    _write(tmp_path, framework, {"m.py": CALLED_DIRECTLY})
+    plan = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan
+    assert plan.verdicts["pkg.m.Pad"].status.value == "eligible" and plan.verdicts["pkg.m.Pad"].kernels >= 7
+    assert plan.sites == ()
 
 
 REGISTERED_AND_KEPT = """from paddle.nn import Layer

@@ -393,16 +393,31 @@ class Solver(FixedPoint):
             for call, ctx in sites.dynamic_sites:
                 for run in self._runs(call, ctx):
                     for atom in self._ask(("expr", call[1], run)):
+                        target = None
                         if atom[0] == "G" and not self._unbound(call[1], atom[1], run):
-                            seen = found.setdefault(atom[1], [])
-                            if (call, run) not in seen:  # closures of one function made in several runs: one callee
-                                seen.append((call, run))
+                            target = atom[1]
+                        elif atom[0] == "I" and atom[1] in self.package.classes and (called := self._called(atom[1])):
+                            target = f"{called[0]}.{called[1]}"  # its `__call__`
+                        # closures of one function made in several runs: one callee
+                        seen = found.setdefault(target, []) if target is not None else None
+                        if seen is not None and (call, run) not in seen:
+                            seen.append((call, run))
             changed = sites.register(found)
             if not changed:
                 break
             for solver in (self, *sharing):
                 solver.forget([("sites", qual) for qual in changed])
                 solver._rounds.clear()
+
+    def _called(self, cls: str) -> tuple[str, str] | None:
+        """(module, scope) of the `__call__` an object of package class `cls` runs when called, where the package
+        defines it (a layer's own is the framework's, which runs its forward)."""
+        assert self._sites is not None
+        owner = self._sites.method_owner(cls, "__call__")
+        if owner is None:
+            return None
+        module, facts = self.package.classes[owner]
+        return module.module, f"{facts.name}.__call__"
 
     def _unbound(self, callee: Expr, qual: str, run: Ctx) -> bool:
         """Whether `obj.method(...)` may run the method `qual` unbound (`Cls.method(obj, x)`): its arguments would
@@ -648,12 +663,18 @@ class Solver(FixedPoint):
             if run_in is not None and call_ctx[:2] == run_in[:2]:
                 call_ctx = run_in
             parts.append(self._bind(call, call_ctx, skip, summary, name, index))
+        if not sites and name == summary.kwarg and summary.name.endswith(".__init__"):  # a constructor no call seen
+            return frozenset({mapping({(None, _unseen(name, summary))})})  # makes: a loader's `cls(**settings)` may
         if not sites and name in (summary.vararg, summary.kwarg):  # nothing seen passes anything extra
             return frozenset({mapping(()) if name == summary.kwarg else listing(())})
         if not sites and default is None:  # nothing seen passes it: its annotation's class, else it cannot be told
             annotation = summary.annotations.get(name)
             if annotation is not None:
                 return instances(self._eval(annotation, outer), self.package.classes.__contains__)
+            owner = owner_class(module, summary.name, self.package) if summary.name.endswith(".__init__") else None
+            built = self._built_from(owner, name) if owner is not None else EMPTY
+            if built:
+                return built
             if self.defaults:  # no build the package makes calls it without the argument: no default to read
                 return EMPTY
             return frozenset({_unseen(name, summary)})
@@ -710,6 +731,18 @@ class Solver(FixedPoint):
                 found = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in exprs)
                 if found:
                     return found
+        return EMPTY
+
+    def _built_from(self, cls: str, name: str) -> Value:
+        """What constructor parameter `name` holds by the class `cls` declares for it: `config_class = BloomConfig` in a
+        model's body names the class its `config` is built from (the loader builds `cls.config_class` and passes it),
+        as an annotation would; nothing when the nearest body assigning `<name>_class` names no package class."""
+        for owner in self.package.mro(cls):
+            module, facts = self.package.classes[owner]
+            exprs = facts.attrs.get(f"{name}_class")
+            if exprs:
+                found = union(self._eval(e, (module.module, MODULE_SCOPE, None)) for e in exprs)
+                return frozenset(("I", a[1]) for a in found if a[0] == "G" and a[1] in self.package.classes)
         return EMPTY
 
     def _bind(self, call: Expr, ctx: Ctx, skip: int, summary: ScopeSummary, name: str, index: int) -> Value:
@@ -1210,6 +1243,8 @@ class Solver(FixedPoint):
                 out.add(atom[1])
             elif kind == "mapping-of":  # `super().__getitem__(key)` of a dict subclass: what it was built with
                 out |= union(self._container_method(d, atom[2], expr, ctx) for d in self._node(("mapping", atom[1])))
+            elif kind == "I" and atom[1] in package.classes and (called := self._called(atom[1])) is not None:
+                out |= self._returns(called, expr, ctx)  # an object whose class defines `__call__`: what that returns
             elif kind in ("T",) or (kind == "I" and atom[1] in package.classes):
                 out.add(("T",))  # calling a layer: its forward's output
             elif kind == "H":  # a host value called (`arch.startswith("b")`, a string past the constants kept): what
@@ -1243,8 +1278,12 @@ class Solver(FixedPoint):
             return items
         if method in ("values", "copy", "children", "modules"):
             return frozenset({listing(items)})
-        if method in ("items", "named_children"):
-            return frozenset({listing({listing(items | {("H",)})})})
+        if method in ("items", "named_children"):  # (key, value) pairs: a dict's known keys are themselves, others host
+            keys = (
+                {("C", k) if isinstance(k, str) else k if isinstance(k, tuple) else ("H",) for k, _ in container[1]}
+                if method == "items" and container[0] == "K" else {("H",)}
+            )
+            return frozenset({listing({listing(items | keys)})})
         default = self._eval(expr[2][1], ctx) if len(expr[2]) > 1 else EMPTY  # get / pop / setdefault
         return items | default
 

@@ -349,7 +349,9 @@ class Summarizer:
             if isinstance(owner, ast.Name):
                 self._store_attr(owner.id, target.attr, value, scope)  # type: ignore[attr-defined]
         elif kind is ast.Subscript:
-            self._store_into(target.value, ("d", ((None, value),)), scope)  # type: ignore[attr-defined]
+            index = target.slice  # type: ignore[attr-defined]
+            key = _key(index) if isinstance(index, ast.Constant) else None if isinstance(index, ast.Slice) else ("=", self._expr(index, scope))
+            self._store_into(target.value, ("d", ((key, value),)), scope)  # type: ignore[attr-defined]
         elif kind is ast.Starred:
             self._bind(target.value, value, scope)  # type: ignore[attr-defined]
 
@@ -561,7 +563,10 @@ class Summarizer:
                     return ("call", ("g", qual), (), ())
                 return HOST if short in fw.HOST_FUNCTIONS else TENSOR  # `torch.jit.is_scripting()`: a flag
             if qual in PASS_THROUGH:
-                return ("call", ("g", qual), self._arguments(node, scope), self._keywords(node, scope))
+                args, keywords = self._arguments(node, scope), self._keywords(node, scope)
+                if qual == "functools.partial" and args and args[0][0] != "*":  # what it binds binds f's parameters
+                    scope.calls.append(("call", args[0], args[1:], keywords))  # as a call of f would (a call site)
+                return ("call", ("g", qual), args, keywords)
             if qual.startswith("builtins.") and short in _HOST_BUILTINS:
                 return HOST
         return self._record(self._expr(func, scope), node, scope)

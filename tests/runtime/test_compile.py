@@ -108,7 +108,7 @@ def test_a_call_that_fails_the_guard_of_a_compiled_layer_keeps_the_graphs_inside
         def forward(self, x, cache=None):
             return self.head(self.block(x))
 
-    ref = Root(fw.build("MLP", D))
+    ref = fw.place(Root(fw.build("MLP", D)))
     twin = fw.twin(ref)
     fw.wrap(twin.block, num_warmup_steps=1)
     backend = "inductor" if fw.device == "cuda" else "aot_eager"

@@ -436,7 +436,7 @@ class Solver(FixedPoint):
                 if inherited and name not in summary.locals and name != summary.self_name:
                     site = None  # a parameter of an inherited method is the same whatever class it runs for
                 found = self._node(("var", (module, scope_name, site), name))
-                unseen = _unseen(name, summary)
+                unseen = _unseen(name, summary) if runs_for is not None else None
                 if runs_for is not None and (inherited or unseen in found):
                     # a class that declares what the method stores tells (`_declared`); run for a class that inherits
                     # it, that is all it holds: what calls made for other classes pass is theirs

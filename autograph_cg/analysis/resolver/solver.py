@@ -333,8 +333,9 @@ class Solver(FixedPoint):
     # ----- the nodes -----------------------------------------------------------------------------------------------
     def _grows(self, key: Any) -> bool:
         # whether a test holds (or may hold or fail) is answered anew, not joined; a parameter's share of a
-        # variable is what the variable would compute in place (it is joined and bounded there)
-        return key[0] not in ("truth", "may", "param")
+        # variable, and one run's writes to a module variable, are what the variable would compute in place (it is
+        # joined and bounded there)
+        return key[0] not in ("truth", "may", "param", "stores")
 
     def _compute(self, key: Any) -> Value:
         tag = key[0]
@@ -370,6 +371,9 @@ class Solver(FixedPoint):
             if summary is None:
                 return unknown(f"{key[1][1]} was not indexed")
             return self._parameter(key[1], summary, key[2])
+        if tag == "stores":
+            summary = self.scope(key[1][0], key[1][1])
+            return union(self._eval(e, key[1]) for e in summary.global_writes.get(key[2], ())) if summary is not None else EMPTY
         raise ValueError(key)
 
     def _prepare(self) -> None:
@@ -466,7 +470,7 @@ class Solver(FixedPoint):
                 if inherited and name not in summary.locals and name != summary.self_name:
                     site = None  # a parameter of an inherited method is the same whatever class it runs for
                 found = self._node(("var", (module, scope_name, site), name))
-                unseen = _unseen(name, summary)
+                unseen = _unseen(name, summary) if runs_for is not None else None
                 if runs_for is not None and (inherited or unseen in found):
                     # a class that declares what the method stores tells (`_declared`); run for a class that inherits
                     # it, that is all it holds: what calls made for other classes pass is theirs
@@ -566,9 +570,8 @@ class Solver(FixedPoint):
             facts = self.package.modules[ctx[0]]
             self._read(("globals", ctx[0]))
             for other in facts.scopes.values():
-                writes = other.global_writes.get(name, ())
-                for run in self._writing_runs(ctx[0], other) if writes else ():
-                    parts.extend(self._eval(e, run) for e in writes)
+                if name in other.global_writes:
+                    parts.extend(self._node(("stores", run, name)) for run in self._writing_runs(ctx[0], other))
         if name in summary.params or name in (summary.vararg, summary.kwarg):
             site = ctx[2]
             if site is not None and site[0] == "self" and name != summary.self_name:

@@ -102,7 +102,13 @@ def mapping(pairs: Iterable[tuple[Any, Atom]]) -> Atom:
     by_key: dict[Any, set[Atom]] = {}
     for key, atom in pairs:
         by_key.setdefault(key, set()).add(_shallow(atom))
-    return ("K", frozenset((k, a) for k, atoms in by_key.items() for a in bounded(frozenset(atoms))))
+    out: list[tuple[Any, Atom]] = []
+    for key, atoms in by_key.items():
+        if len(atoms) == 1:  # nothing to bound (most keys): the one atom as it is
+            out.append((key, *atoms))
+        else:
+            out.extend((key, a) for a in bounded(frozenset(atoms)))
+    return ("K", frozenset(out))
 
 
 SEVERAL_UNKNOWNS: Atom = ("?", "several values that cannot be seen")

@@ -186,26 +186,26 @@ class Chain:
         # Members after the head whose forward changes buffers (batch-norm statistics): their buffers as
         # they were before the replay, put back where the run ends before their call.
         self.changing = [i for i, m in enumerate(members) if i and m.entry.mutates_buffers]
-        self._buffers: tuple = (-1, [], [])  # (structure epoch, per changing member its buffers, backups)
+        self._epoch = -1  # the structure epoch `_kept` was read at
+        self._kept: list[tuple[int, Any, Any]] = []  # (member index, buffer, its backup) of the changing members
+        self._copy: tuple[list, list] = ([], [])  # the backups and the buffers, for one batched copy per replay
 
-    def _kept(self) -> tuple[list, list]:
+    def kept(self) -> list[tuple[int, Any, Any]]:
         """The changing members' buffers and their backups, re-read when any layer's structure changed."""
         ops = self.runner.ops
         epoch = ops.structure_epoch()
-        if self._buffers[0] != epoch:
-            buffers = [ops.state(self.members[i].runner.layer) for i in self.changing]
-            self._buffers = (epoch, buffers, [[ops.clone(b) for b in bs] for bs in buffers])
-        return self._buffers[1], self._buffers[2]
+        if self._epoch != epoch:
+            self._kept = [(i, b, ops.clone(b)) for i in self.changing for b in ops.state(self.members[i].runner.layer)]
+            self._copy = ([saved for _, _, saved in self._kept], [b for _, b, _ in self._kept])
+            self._epoch = epoch
+        return self._kept
 
     def restore_from(self, pos: int) -> None:
         """The run ended before member ``pos`` was called: the members from there on did not run."""
-        if not self.changing:
-            return
         ops = self.runner.ops
-        for i, buffers, backups in zip(self.changing, *self._kept()):
+        for i, b, saved in self.kept() if self.changing else ():
             if i >= pos:
-                for b, saved in zip(buffers, backups):
-                    ops.copy_(ops.writer(b), saved)  # through an alias: autograd may have saved b
+                ops.copy_(ops.writer(b), saved)  # through an alias: autograd may have saved b
 
     def _forward(self, args: tuple, kwargs: dict) -> tuple:
         """Each member's own forward (past its router: the run is one graph, not several)."""
@@ -225,8 +225,8 @@ class Chain:
     def run(self, args: tuple, kwargs: dict, tensors: list) -> Any:
         """Replay the whole run; hand out the head's outputs now, the others when their layers are called."""
         if self.changing:
-            buffers, backups = self._kept()
-            self.runner.ops.foreach_copy_([t for ts in backups for t in ts], [b for bs in buffers for b in bs])
+            self.kept()
+            self.runner.ops.foreach_copy_(*self._copy)
         outs = self.runner(args, kwargs)
         ops = self.runner.ops
         flats = [ops.tree.flatten(out)[0] for out in outs]

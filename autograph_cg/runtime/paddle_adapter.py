@@ -331,9 +331,8 @@ class PaddleOps:
 
     @staticmethod
     def foreach_copy_(dsts: list, srcs: list) -> None:
-        with paddle.no_grad():
-            for d, s in zip(dsts, srcs):
-                d.detach().copy_(s.detach(), False)
+        for d, s in zip(dsts, srcs):
+            PaddleOps.copy_(d, s)
 
     @staticmethod
     def foreach_neg_(ts: list) -> None:

@@ -61,9 +61,8 @@ def index_source(
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
             builders[statement.name] = _ClassBuilder(scope, statement, reachable, summarizer)
-            for method in statement.body:  # every body is summarized: the resolver sees every call site
-                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    summaries.function(method, f"{statement.name}.{method.name}", owner=True)
+            for method in class_methods(statement):  # every body is summarized: the resolver sees every call site
+                summaries.function(method, f"{statement.name}.{method.name}", owner=True)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function_nodes[statement.name] = statement
             module_sites.extend(SiteCollector(scope, None, statement, summarizer=summarizer).function_sites(reachable))
@@ -118,6 +117,21 @@ def _lambdas(scope: ModuleScope, scopes: dict[str, ScopeSummary], summarizer: Su
     return found
 
 
+def class_methods(node: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods a class body defines, by the name that reads them: a property's setter and deleter
+    (`@loss_function.setter`) share the getter's name but run only when the attribute is assigned or deleted, so
+    reading `self.loss_function` is the getter, never the setter that comes after it."""
+    return [
+        s
+        for s in node.body
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not any(
+            isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") and isinstance(d.value, ast.Name) and d.value.id == s.name
+            for d in s.decorator_list
+        )
+    ]
+
+
 class _Summaries:
     """The resolver's summaries of one file; a failure on one body is recorded, not raised."""
 
@@ -148,10 +162,10 @@ class _ClassBuilder:
         self.summarizer = summarizer
         self.cls = ClassScope(f"{scope.module}.{node.name}")
         self.methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
-            s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name != "__init__"
+            s.name: s for s in class_methods(node) if s.name != "__init__"
         }
         self.cls.host_methods = frozenset(name for name, m in self.methods.items() if annotation_kind(m.returns) == HOST)
-        init = next((s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
+        init = next((s for s in class_methods(node) if s.name == "__init__"), None)
         self.has_init = init is not None
         self.init_raises = init is not None and _only_raises(init)
         self.forwards = () if "forward" in self.methods or init is None else _forward_aliases(init, self.methods)

@@ -1781,6 +1781,59 @@ class SyncMasked({Layer}):
 """},
         {"m.Masked": "conditional", "m.SyncMasked": "ineligible"},
     ),
+    # a property's setter shares its getter's name: reading the attribute runs the getter alone, so what only the
+    # setter does (store on the layer) is not forward's; a getter that does it still is
+    "property-setter-is-not-the-getter": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}, Linear
+
+
+def plain_loss(x):
+    return x.sum()
+
+
+class Base({Layer}):
+    @property
+    def loss_function(self):
+        if hasattr(self, "_loss_function"):
+            return self._loss_function
+        return plain_loss
+
+    @loss_function.setter
+    def loss_function(self, value):
+        self._loss_function = value
+
+    @loss_function.deleter
+    def loss_function(self):
+        self._loss_function = plain_loss
+
+
+class StoringBase({Layer}):
+    @property
+    def loss_function(self):
+        self._loss_function = plain_loss
+        return self._loss_function
+
+
+class Head(Base):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.loss_function(self.fc(x))
+
+
+class StoringHead(StoringBase):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        return self.loss_function(self.fc(x))
+"""},
+        {"m.Head": "eligible", "m.StoringHead": "ineligible"},
+    ),
     # hazards behind tests of forward's own arguments are kept out by a guard, carried through the calls that pass
     # the argument on unchanged; a constant passed decides the test, a rebound argument or a hazard outside the
     # tested branch blocks

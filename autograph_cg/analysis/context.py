@@ -395,6 +395,7 @@ class FunctionContext:
             replace(call, cut=found) if (found := self._cut(call.conditions, exits)) else call
             for call, exits in zip(self.calls, self.call_exits)
         ]
+        decorators = [d for d in func.decorator_list if not (isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS)]
         return FunctionFacts(
             name=func.name,
             qualname=self.qualname,
@@ -407,7 +408,8 @@ class FunctionContext:
             ops=self.ops,
             cuts=tuple(cuts) if any(cuts) else (),
             assumes=tuple(self.assumes) if any(self.assumes) else (),
-            decorated=any(not (isinstance(d, ast.Name) and d.id in _PLAIN_DECORATORS) for d in func.decorator_list),
+            decorated=bool(decorators),
+            decorator=(dotted_name(decorators[0], self.module.qualify_name) or "") if decorators else "",
         )
 
     def _cut(self, conditions: tuple[int, ...], exits: tuple[capture.Fact, ...]) -> tuple[str, ...]:

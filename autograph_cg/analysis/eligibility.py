@@ -540,11 +540,27 @@ class Package:
             result.take(found.guarded_by(kept_out) if kept_out else found, None, condition, bind=same)
         if function.decorated and result.guarded:
             entries, result.guarded = list(result.guarded.values()), {}
+            from_config = self._filled_from_config(owner, function)
             for entry in entries:
-                result.keep_out(guards.strict(entry.alternatives), entry.status, entry.reasons, None, entry.hard)
+                result.keep_out(guards.strict(entry.alternatives, from_config), entry.status, entry.reasons, None, entry.hard)
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
+
+    def _filled_from_config(self, owner: str, function: FunctionFacts) -> Callable[[str], bool]:
+        """The parameters of a decorated function that a call leaving them out gets from the layer's config or from
+        their own false default: its outermost decorator's code fills only from the config (`config_fill`)."""
+        decorator = self._module_function(function.decorator) if function.decorator else None
+        if decorator is None or not decorator.fills_from_config:
+            return lambda name: False
+        module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
+        summary = self.solver.scope(module.module, function.qualname)
+
+        def false_default(name: str) -> bool:
+            default = summary.defaults.get(name) if summary is not None and name in summary.params else None
+            return default is not None and default[0] == "c" and not default[1]
+
+        return false_default
 
     def _unfounded(self, function: FunctionFacts, index: int) -> bool:
         """A finding that is no hazard once other files are read: a host read, shape or branch whose code never

@@ -86,6 +86,9 @@ class FunctionFacts:
     assumes: tuple[tuple[str, ...], ...] = ()
     host_return: bool = False  # a module function annotated to return a host value (`-> bool`)
     decorated: bool = False  # a decorator wraps it: it may set what a caller leaves out (a guard is strict there)
+    decorator: str = ""  # the outermost decorator's qualified name, as far as imports tell
+    # a decorator that fills what a call leaves out from the layer's config alone (`config_fill.fills_from_config`)
+    fills_from_config: bool = False
     # a module function: per `return`, the calls whose truth makes it true (`capture.truthy_calls`)
     truthy: tuple[tuple[str, ...], ...] = ()
 

@@ -25,12 +25,15 @@ from autograph_cg.analysis.verdicts import Guard, Test
 
 #: What the runtime can test of one argument, bound to the wrapped forward's signature (defaults included);
 #: "passed false" needs the call to pass a false value other than None (a decorated forward may fill what is left
-#: out, `use_cache` from the config: its default says nothing of what the body gets).
-TESTS = ("is None", "is not None", "falsy", "truthy", "passed false")
-#: Pairs of tests no value passes both of.
+#: out: its default says nothing of what the body gets); "config false" is "passed false" or, where the call leaves
+#: it out or passes None, the wrapped layer's `config.<name>` false and not None (a decorator whose code fills it
+#: from there, `config_fill`, on a forward whose own default is false).
+TESTS = ("is None", "is not None", "falsy", "truthy", "passed false", "config false")
+#: Pairs of tests no value passes both of (or that no one test says: "is None" and "config false").
 _CONFLICTS = frozenset(
-    {("is None", "is not None"), ("is None", "truthy"), ("falsy", "truthy"), ("is None", "passed false"), ("passed false", "truthy")}
-)
+    {("is None", "is not None"), ("is None", "truthy"), ("falsy", "truthy"), ("is None", "passed false"), ("passed false", "truthy"),
+     ("is None", "config false"), ("config false", "truthy")}
+)  # fmt: skip
 _MAX_ALTERNATIVES = 8
 _MAX_TESTS = 4
 #: What a call passes for a parameter, in `CallRef.passes`: anything that is neither the caller's own
@@ -154,6 +157,9 @@ _ONE = {
     frozenset({"is not None", "falsy"}): "passed false",
     frozenset({"is not None", "passed false"}): "passed false",
     frozenset({"falsy", "passed false"}): "passed false",
+    frozenset({"is not None", "config false"}): "passed false",
+    frozenset({"passed false", "config false"}): "passed false",
+    frozenset({"falsy", "config false"}): "config false",
 }
 
 
@@ -190,7 +196,7 @@ def holds(kind: str, value: object) -> bool:
         return value is None
     if kind == "is not None":
         return value is not None
-    if kind == "passed false":
+    if kind in ("passed false", "config false"):  # None: the config decides, not known here
         return value is not None and not value
     return bool(value) == (kind == "truthy")
 
@@ -236,6 +242,8 @@ def bind(guard: Guard, passes: tuple[tuple[int | str | None, Expr], ...], summar
                 return None
             out.add((owner + name[len("self") :], kind))
             continue
+        if kind == "config false" and owner != "self":
+            kind = "passed false"  # the caller's wrapper would read its own config, not this layer's
         value = passed(passes, summary, name)
         if value == ABSENT:
             continue  # the test was carried up to this callee's keywords only where absence passes it
@@ -268,13 +276,20 @@ def _carry(value: Expr, kind: str, out: set[Test], unless: list[tuple[Guard, ...
 
 def _holds_at_default(summary: ScopeSummary, name: str, kind: str) -> bool:
     default = summary.defaults.get(name)
-    return kind != "passed false" and default is not None and default[0] == "c" and holds(kind, default[1])
+    return kind not in ("passed false", "config false") and default is not None and default[0] == "c" and holds(kind, default[1])
 
 
-def strict(alternatives: tuple[Guard, ...]) -> tuple[Guard, ...]:
+def strict(alternatives: tuple[Guard, ...], from_config: Callable[[str], bool] = lambda name: False) -> tuple[Guard, ...]:
     """The alternatives of a decorated function's hazards, as its callers must meet them: the decorator may set a
-    flag the caller leaves out (or passes as None), so a test that it is false asks for a false value passed."""
-    return few(normal((n, "passed false" if k == "falsy" and not is_setting(n) else k) for n, k in g) for g in alternatives)
+    flag the caller leaves out (or passes as None), so a test that it is false asks for a false value passed, or the
+    layer's config false where `from_config(name)` says that is all the decorator fills it with."""
+
+    def met(name: str, kind: str) -> str:
+        if kind != "falsy" or is_setting(name):
+            return kind
+        return "config false" if from_config(name) else "passed false"
+
+    return few(normal((n, met(n, k)) for n, k in g) for g in alternatives)
 
 
 def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:

@@ -12,6 +12,7 @@ from typing import Callable
 
 from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis.config_fill import fills_from_config
 from autograph_cg.analysis.context import FunctionContext, annotation_kind, param_kind
 from autograph_cg.analysis.failures import describe
 from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
@@ -76,7 +77,7 @@ def index_source(
         walker.walk_from_forward()
     classes = {name: builder.facts(walker) for name, builder in builders.items()}
     functions = {
-        name: _returns(scope, node, walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False))
+        name: _returns(scope, node, _filling(node, walker.functions.get(name) or FunctionFacts(name, name, node.lineno, walked=False)))
         for name, node in function_nodes.items()
     }
     lambdas = _lambdas(scope, summaries.scopes, summarizer, reachable)
@@ -244,6 +245,11 @@ def _returns(scope: ModuleScope, node: ast.FunctionDef | ast.AsyncFunctionDef, f
         return dotted_name(expr, lambda name: local.get(name) or scope.qualify_name(name))
 
     return replace(facts, host_return=True, truthy=capture.truthy_calls(node, qualify))
+
+
+def _filling(node: ast.FunctionDef | ast.AsyncFunctionDef, facts: FunctionFacts) -> FunctionFacts:
+    """A module function that decorates forwards by filling left-out keywords from the layer's config says so."""
+    return replace(facts, fills_from_config=True) if fills_from_config(node) else facts
 
 
 def _only_raises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

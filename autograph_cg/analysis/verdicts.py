@@ -5,7 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-#: A test on one argument of forward: (parameter, "is None" | "is not None" | "falsy" | "truthy" | "passed false").
+#: A test on one argument of forward: (parameter, "is None" | "is not None" | "falsy" | "truthy" | "passed false" |
+#: "config false").
 Test = tuple[str, str]
 #: Tests that must all hold, sorted: while they do, the hazards they keep out cannot run.
 Guard = tuple[Test, ...]
@@ -54,7 +55,7 @@ STATUS_DOCS = {
 
 def render_guard(guard: Guard) -> str:
     """`past_key_values is None and not use_cache`: a guard as the code would test it."""
-    words = {"is None": "{} is None", "is not None": "{} is not None", "falsy": "not {}", "truthy": "{}", "passed false": "{}=False passed"}
+    words = {"is None": "{} is None", "is not None": "{} is not None", "falsy": "not {}", "truthy": "{}", "passed false": "{}=False passed", "config false": "{0}=False passed or config.{0} false"}
     return " and ".join(words[kind].format(name) for name, kind in guard)
 
 

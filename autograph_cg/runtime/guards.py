@@ -29,16 +29,20 @@ TESTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "truthy": (lambda v: _flag(v) is True, "is not true"),
     # a decorated forward may fill what is left out (or passed as None): only a false value passed counts
     "passed false": (lambda v: v is not None and _flag(v) is False, "is not passed as false"),
+    # ... or, where its decorator fills it from the layer's config alone, a config value that is false
+    "config false": (lambda v: v is not None and _flag(v) is False, "is not passed as false and config.{} is not false"),
 }
 #: Tests that a value left at its default fails, whatever the default.
 _PASSED_ONLY = frozenset({"passed false"})
+_FROM_CONFIG = object()  # the default of a test that a value left out (or None) reads from the layer's config
 
 
 class Guard:
     """Where each guarded parameter sits in the forward's signature, and its test. A name the forward takes only
     through ``**kwargs`` (it hands them on to a layer that has the parameter) is looked for among the call's
     keywords; left out, it passes (the plan guards such a name only where the default it reaches passes). A name
-    ``self.a.b`` is a setting of the layer (``self.config.is_decoder``), read from it on every call."""
+    ``self.a.b`` is a setting of the layer (``self.config.is_decoder``), read from it on every call; so is
+    ``config.<name>`` for a "config false" test the call leaves to the config."""
 
     __slots__ = ("checks", "settings")
 
@@ -52,21 +56,25 @@ class Guard:
         keywords = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
         checks, settings = [], []
         for name, test in tests:
+            accept, failed = TESTS[test]
+            failed = f"guard: {name} {failed.format(name)}"
             if name.startswith("self."):
-                accept, failed = TESTS[test]
-                settings.append((tuple(name.split(".")[1:]), accept, f"guard: {name} {failed}"))
+                settings.append((tuple(name.split(".")[1:]), accept, failed))
                 continue
             param = signature.parameters.get(name)
-            if param is None and keywords:
-                absent = _REQUIRED if test in _PASSED_ONLY else _MISSING
-                checks.append((name, None, absent, TESTS[test][0], f"guard: {name} {TESTS[test][1]}"))
+            if param is None and keywords and test != "config false":
+                checks.append((name, None, _REQUIRED if test in _PASSED_ONLY else _MISSING, accept, failed))
                 continue
             if param is None or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"guard {name!r}: forward{signature} has no parameter of that name")
             position = positional.index(name) if name in positional else None
-            default = _REQUIRED if test in _PASSED_ONLY else _MISSING if param.default is param.empty else param.default
-            accept, failed = TESTS[test]
-            checks.append((name, position, default, accept, f"guard: {name} {failed}"))
+            if test == "config false":
+                default = _FROM_CONFIG
+            elif test in _PASSED_ONLY:
+                default = _REQUIRED
+            else:
+                default = _MISSING if param.default is param.empty else param.default
+            checks.append((name, position, default, accept, failed))
         self.checks, self.settings = tuple(checks), tuple(settings)
 
     def failure(self, args: tuple, kwargs: dict, layer: Any = None) -> str | None:
@@ -88,6 +96,8 @@ class Guard:
                 value = default
             else:
                 continue  # not passed and no default: the call itself fails eagerly, or a keyword left out passes
+            if default is _FROM_CONFIG and (value is None or value is _FROM_CONFIG):
+                value = getattr(getattr(layer, "config", None), name, None)
             if not accept(value):
                 return failed
         return None

@@ -66,6 +66,36 @@ def test_a_flag_a_decorator_may_fill_replays_only_when_passed_false(cpu_fw):
     assert stats["forward_replays"] > 0 and stats["disabled_reason"] is None
 
 
+def test_a_flag_a_decorator_fills_from_the_config_replays_when_passed_false_or_left_to_a_false_config(cpu_fw):
+    """"config false": a false value passed passes whatever the config; left out or None, the wrapped layer's
+    ``config.<name>`` decides, and it must be false and set (None: a decorator further in may fill it)."""
+    from types import SimpleNamespace
+
+    fw = cpu_fw
+    ref = fw.build("Cached", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, guard={"cache": "is None", "use_cache": "config false"})
+    calls = [
+        (False, lambda m, x: m(x)),
+        (False, lambda m, x: m(x, use_cache=None)),
+        (True, lambda m, x: m(x, use_cache=False)),
+        (None, lambda m, x: m(x, None, False)),
+        (True, lambda m, x: m(x)),
+        (None, lambda m, x: m(x)),
+        (False, lambda m, x: m(x, use_cache=True)),
+    ]
+    for use_cache, call in calls:
+        wrapped.config = SimpleNamespace(use_cache=use_cache)
+        for _ in range(2):
+            x = randn(B, D)
+            assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+    stats = stats_of(wrapped)
+    assert stats["fallbacks"] == {"guard: use_cache is not passed as false and config.use_cache is not false": 6}
+    assert stats["forward_replays"] > 0 and stats["disabled_reason"] is None
+    del wrapped.config
+    wrapped(fw.tensor(randn(B, D)))  # no config at all: left out fails
+    assert stats_of(wrapped)["fallbacks"]["guard: use_cache is not passed as false and config.use_cache is not false"] == 7
+
+
 def test_a_guard_on_a_setting_of_the_layer_reads_it_on_every_call(cpu_fw):
     """``self.settings.decoder``: read from the wrapped layer at each call; a call while it fails runs eagerly, and
     the graphs serve again once it holds (a setting missing fails it)."""

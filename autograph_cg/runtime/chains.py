@@ -2,8 +2,9 @@
 
 A wrapped layer notes which wrapped call follows it: a call whose tensor arguments are the outputs
 it handed out (the very objects) or arguments of the run's first call. Once the same successor has
-followed a replayed call ``STABLE`` times in a row, the first layer of the run (the head) captures
-the whole run as one graph and replays it at once; the layers after it find their outputs ready
+followed a warmup or replayed call ``STABLE`` times in a row, the first layer of the run (the head)
+captures the whole run as one graph and replays it at once (a run stable through the warmup is
+captured as the run from the start: its members hold no graphs of their own, and no memory for them); the layers after it find their outputs ready
 and hand them out, after checking that they were called with exactly what the run expected. Any
 other call ends the run: the layer runs as it would alone, and the head stops fusing after
 ``MAX_BREAKS`` such ends. Docs: docs/runtime.md, "Runs of wrapped layers".
@@ -107,7 +108,7 @@ def _index(items: list, t: Any) -> int | None:
 
 
 def note(runner: Runner, entry: Entry, tensors: list, outs: list, came: Link | None) -> None:
-    """After a replayed call: learn the edge from the previous call and become the previous call."""
+    """After a replayed (or warmup) call: learn the edge from the previous call and become the previous call."""
     if came is not None:
         target = Member(runner, entry, came.mapping)
         edge = came.runner.edges.get(came.entry)
@@ -122,10 +123,13 @@ def note(runner: Runner, entry: Entry, tensors: list, outs: list, came: Link | N
 
 
 def fusable(runner: Runner, entry: Entry) -> bool:
+    """A layer's key may be part of a run once it has warmed up on a device where graphs go."""
     return (
         runner.fuse
         and not runner.stats.disabled_reason
-        and bool(entry.slots)
+        and entry.warm >= runner.num_warmup_steps
+        and entry.placement is not None
+        and not entry.placement[2]
         and entry not in runner.no_fuse
     )
 

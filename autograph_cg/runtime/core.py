@@ -193,8 +193,7 @@ class Runner:
             entry = self._new_entry(key)
         if entry.warm < self.num_warmup_steps:
             entry.warm += 1
-            track.last = None
-            return self._warmup(args, kwargs, tensors)
+            return self._warmup(entry, args, kwargs, tensors)
         if entry.placement is None:
             entry.placement = self._placement(tensors)
         backend, device, why = entry.placement
@@ -288,15 +287,32 @@ class Runner:
         entry = self.entries[key] = Entry(key)
         return entry
 
-    def _warmup(self, args: tuple, kwargs: dict, tensors: list) -> Any:
+    def _warmup(self, entry: Entry, args: tuple, kwargs: dict, tensors: list) -> Any:
+        """One eager call before the key captures. A layer that may fuse learns here who follows it, whether its
+        forward changes buffers and where its graphs would go, so that a run stable through the warmup is captured
+        as the run at once: its members never hold graphs of their own (chains.py)."""
         ops = self.ops
+        track = chains.TRACK
+        came = chains.link(tensors) if self.fuse else None
         versions = ops.versions(tensors)
+        state = ops.state(self.layer) if self.fuse else []
+        saved = [ops.clone(b) for b in state]  # values: Paddle's statistics keep their version counters
         self.stats.warmup_calls += 1
         out = self._run_eagerly(args, kwargs)
         for i, (before, after) in enumerate(zip(versions, ops.versions(tensors))):
             if before != after:
                 self.stats.disable(f"forward writes into its tensor argument {i} in place")
                 break
+        track.last = None
+        if self.fuse and not self.stats.disabled_reason:
+            entry.mutates_buffers |= not all(ops.equal(b, v) for b, v in zip(state, saved))
+            if entry.placement is None:
+                entry.placement = self._placement(tensors)
+            try:
+                outs, _ = ops.tree.flatten(out)
+            except UnsupportedArgument:
+                return out
+            chains.note(self, entry, tensors, outs, came)
         return out
 
     def _placement(self, tensors: list) -> tuple[str, Any, str]:

@@ -64,7 +64,7 @@ class LayerStats:
     def state(self) -> str:
         if self.disabled_reason:
             return "eager"
-        return "graphed" if self.captures else "warmup"
+        return "graphed" if self.captures or self.fused_calls else "warmup"  # a run's members hold no graph of their own
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -72,8 +72,10 @@ def judge(
     if not stats.wrapped:
         return PassResult(stats, diff, Outcome.NOTHING, "")
     fallbacks = "; ".join(f"{n} eager call(s): {reason}" for reason, n in sorted(stats.fallbacks.items()))
-    if stats["captures"]:
+    if stats["captures"] or stats["fused_calls"]:
         detail = f"{stats['captures']} graph(s), {stats['forward_replays']} forward and {stats['backward_replays']} backward replays"
+        if stats["fused_calls"]:
+            detail += f", {stats['fused_calls']} call(s) served by fused runs"
         if stats["eager_backwards"]:
             detail += f", {stats['eager_backwards']} backward(s) eagerly"
         return PassResult(stats, diff, Outcome.CAPTURED, f"{detail}; {fallbacks}" if fallbacks else detail)

@@ -332,7 +332,7 @@ class RunStats:
 
     @property
     def calls(self) -> float:
-        return self["warmup_calls"] + self["eager_calls"] + self["forward_replays"]
+        return self["warmup_calls"] + self["eager_calls"] + self["forward_replays"] + self["fused_calls"]
 
     def as_dict(self) -> dict[str, Any]:
         return {"wrapped": self.wrapped, **self.counts, "disabled": list(self.disabled), "fallbacks": dict(self.fallbacks)}

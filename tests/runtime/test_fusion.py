@@ -12,9 +12,9 @@ D, B = 8, 4
 N = 4  # blocks in the stack
 
 
-def stack(fw, kind: str = "MLP", **wrap):
+def stack(fw, kind: str = "MLP", warmup: int = 1, **wrap):
     refs = [fw.build(kind, D) for _ in range(N)]
-    blocks = [fw.wrap(fw.twin(r), num_warmup_steps=1, **wrap) for r in refs]
+    blocks = [fw.wrap(fw.twin(r), num_warmup_steps=warmup, **wrap) for r in refs]
     return blocks, refs
 
 
@@ -64,6 +64,23 @@ def test_a_stack_fuses_and_trains_like_eager(fw):
     assert stats["eager_backwards"] == 0 and not stats["fallbacks"]
     assert all(stats_of(b)["fused_calls"] == stats["forward_replays"] for b in blocks)
     assert all(not runner_of(b).graph_count for b in blocks)  # their own graphs gave way to the run's
+
+
+def test_a_run_stable_through_the_warmup_is_captured_as_the_run_at_once(fw):
+    """With warmup calls enough to see who follows whom, the first capture is the run's: no member holds a graph
+    of its own at any time (their memory never adds to the run's), and every step has eager's numbers."""
+    blocks, refs = stack(fw, warmup=3)
+    opts = [fw.sgd(m, 0.1) for m in blocks + refs]
+    for n in range(7):
+        x = randn(B, D)
+        assert_all_close(step(fw, blocks, x), step(fw, refs, x), fw.atol, f"step {n}")
+        assert all(stats_of(b)["captures"] == 0 for b in blocks), f"step {n}"
+        for opt in opts:
+            opt.step()
+    (run,) = chain_runners(blocks)
+    stats = run.stats.as_dict()
+    assert stats["captures"] == 1 and stats["forward_replays"] == stats["backward_replays"] == 4  # steps 3 to 6
+    assert all(stats_of(b)["fused_calls"] == 4 and stats_of(b)["state"] == "graphed" for b in blocks)
 
 
 def test_shared_arguments_and_held_intermediate_outputs(fw):
@@ -143,9 +160,9 @@ def test_parameters_changed_after_the_run_computed_them_end_it(torch_fw):
     check_run_that_stops_following(torch_fw, "parameters changed")
 
 
-def check_run_that_stops_following(fw, change: str, kind: str = "MLP") -> list:
+def check_run_that_stops_following(fw, change: str, kind: str = "MLP", warmup: int = 1) -> list:
     """Eager's numbers (and buffers) at every step; returns the wrapped blocks."""
-    blocks, refs = stack(fw, kind)
+    blocks, refs = stack(fw, kind, warmup)
 
     def between(i, h, models):
         if i != 1:
@@ -205,13 +222,15 @@ def test_a_hook_on_an_intermediate_output_ends_the_run(torch_fw):
     assert stats_of(blocks[0])["runs_ended"] >= 1
 
 
+@pytest.mark.parametrize("warmup", [1, 3])  # the run formed after its members captured, or from the warmup
 @pytest.mark.parametrize("change", [c for c in CHANGES if c != "modified in place"])  # eager refuses that one
-def test_layers_that_change_buffers_fuse_and_an_early_end_puts_them_back(fw, change):
+def test_layers_that_change_buffers_fuse_and_an_early_end_puts_them_back(fw, change, warmup):
     """Batch-norm statistics change at the run's replay; where the run ends before a layer's call,
     that layer's buffers go back to what they were, so that its own call changes them once, as eagerly.
-    (Paddle keeps the statistics as parameters that take no gradient.)"""
-    blocks = check_run_that_stops_following(fw, change, "Norm")
-    assert all(e.mutates_buffers for b in blocks for e in runner_of(b).entries.values() if e.slots)
+    (Paddle keeps the statistics as parameters that take no gradient.) Members that never captured alone
+    learned it from their warmup calls."""
+    blocks = check_run_that_stops_following(fw, change, "Norm", warmup)
+    assert all(e.mutates_buffers for b in blocks for e in runner_of(b).entries.values())
 
 
 def test_fuse_false_keeps_each_layer_on_its_own(fw):

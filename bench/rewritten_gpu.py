@@ -18,7 +18,11 @@ is it with every wrapper undone), their training steps and inference calls timed
 a host whose speed drifts between processes (the GPU host's eager step varied 7-14 ms between runs) slows
 every variant alike.
 
+`--generate`: greedy generation with the cache on (the configs' `use_cache` turned on), the rewritten model against
+itself with every wrapper undone: the tokens must be equal, and the guarded wrappers run eagerly with their reason.
+
     python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--paired] [--json out]
+    python3 bench/rewritten_gpu.py --rewritten /tmp/rw --models gpt2,llama --generate
 """
 
 from __future__ import annotations
@@ -217,6 +221,56 @@ def paired_worker(name: str, variants: list[str], no_cache: bool = False) -> lis
     ] + [{"model": name, "fallbacks": sorted({r for s in stats for r in s["fallbacks"]} | {s["disabled_reason"] for s in stats if s["disabled_reason"]})}]
 
 
+def generate_worker(name: str, tokens: int = 12) -> dict[str, Any]:
+    """Greedy generation with the cache on through the rewritten copy and through the same model with every wrapper
+    undone (same weights): the tokens, and what the wrappers did (guarded ones run eagerly with their reason)."""
+    import collections
+
+    import torch
+
+    import autograph_cg.runtime as runtime
+    from autograph_cg.runtime import graphed
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU: with AUTOGRAPH_CG_BACKEND=standin
+    models = []
+    for undo in (False, True):
+        model, _, _ = build(name)
+        if undo:
+            for layer in model.modules():
+                if graphed.is_graphed(layer):
+                    runtime.unwrap(layer)
+            model.load_state_dict(models[0].state_dict())
+        model.config.use_cache = model.generation_config.use_cache = True
+        models.append(model.to(device).eval())
+    ids = torch.randint(1, 1024, (2, 8), generator=torch.Generator().manual_seed(3)).to(device)
+    with torch.no_grad():
+        outs = [m.generate(ids, max_new_tokens=tokens, do_sample=False, pad_token_id=0) for m in (*models, models[0])]
+    fallbacks: collections.Counter = collections.Counter()
+    replays = wrappers = 0
+    for layer in models[0].modules():
+        if graphed.is_graphed(layer):
+            stats = runtime.stats_of(layer)
+            wrappers += 1
+            replays += stats["forward_replays"]
+            fallbacks.update(stats["fallbacks"])
+    equal = all(bool((o.cpu() == outs[1].cpu()).all()) for o in (outs[0], outs[2]))
+    return {"model": name, "tokens_equal": equal, "wrappers": wrappers, "replays": replays, "fallbacks": dict(fallbacks)}
+
+
+def generate(rewritten: Path, models: list[str], timeout: int) -> list[dict[str, Any]]:
+    rows = []
+    for name in models:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(rewritten), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        proc = subprocess.run([sys.executable, __file__, "generate", name], env=env, capture_output=True, text=True, timeout=timeout)
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+        row = json.loads(lines[-1]) if lines and not proc.returncode else {"model": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+        rows.append(row)
+        print(f"{name:6} " + (f"ERROR {row['error'][:200]}" if "error" in row else
+              f"generate: tokens equal to unwrapped {row['tokens_equal']}, {row['wrappers']} wrappers, {row['replays']} replays, "
+              f"eager calls by reason {row['fallbacks']}"), flush=True)
+    return rows
+
+
 def run(rewritten: Path, models: list[str], variants: list[str], timeout: int, no_cache: bool = False,
         paired: bool = False) -> list[dict[str, Any]]:
     rows = []
@@ -268,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "worker":
         print(json.dumps(worker(argv[1], argv[2], argv[3:] == ["no-cache"])), flush=True)
         return 0
+    if argv and argv[0] == "generate":
+        print(json.dumps(generate_worker(argv[1])), flush=True)
+        return 0
     if argv and argv[0] == "paired":
         print(json.dumps(paired_worker(argv[1], argv[2].split(","), argv[3:] == ["no-cache"])), flush=True)
         return 0
@@ -279,8 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default="")
     parser.add_argument("--pass-use-cache-false", action="store_true", help="every call passes use_cache=False")
     parser.add_argument("--paired", action="store_true", help="all variants of a model in one process, timed in turns")
+    parser.add_argument("--generate", action="store_true", help="greedy generation with the cache on, against unwrapped")
     args = parser.parse_args(argv)
-    rows = run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout, args.pass_use_cache_false,
+    rows = generate(args.rewritten, args.models.split(","), args.timeout) if args.generate else run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout, args.pass_use_cache_false,
                args.paired)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

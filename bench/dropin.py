@@ -763,14 +763,16 @@ def isinstance_misses(modules: list) -> list[str]:
 
 def wrapped_stats(model: Any, ops: Any) -> dict[str, Any]:
     """How many layers of the model are wrapped, and what their graphs did."""
-    from autograph_cg.runtime import CUDAGraphedLayer, stats_of
+    from autograph_cg.runtime import CUDAGraphedLayer, graphed, stats_of
 
     wrapped = [m for _, m in ops.named_modules(model) if isinstance(m, CUDAGraphedLayer)]
     totals = {"wrapped": len(wrapped), "captures": 0, "forward_replays": 0, "backward_replays": 0, "eager_calls": 0,
-              "fallbacks": {}}
-    for m in wrapped:
-        s = stats_of(m)
-        for k in ("captures", "forward_replays", "backward_replays", "eager_calls"):
+              "fused_calls": 0, "fallbacks": {}}
+    # the runs these layers head: their graphs serve the members' calls (`fused_calls`)
+    runners = [getattr(graphed.state_of(m), "runner", None) for m in wrapped]
+    runs = [c.runner.stats.as_dict() for r in runners if r is not None for c in r.chains.values()]
+    for s in [stats_of(m) for m in wrapped] + runs:
+        for k in ("captures", "forward_replays", "backward_replays", "eager_calls", "fused_calls"):
             totals[k] += s[k]
         reasons = list(s["fallbacks"]) + ([f"eager from then on: {s['disabled_reason']}"] if s["disabled_reason"] else [])
         for reason in reasons:

@@ -35,8 +35,9 @@ def test_the_rewritten_sample_library_is_a_drop_in(tmp_path: Path, framework: st
     assert row["diffs"] == {}
     assert row["errors"] == {} and row["not_run"] == []  # every part ran on both sides, resizing and checkpointing too
     runtime = row["runtime"]
-    assert runtime["wrapped"] >= 3 and runtime["captures"] >= 3 and runtime["forward_replays"] > 0
-    assert runtime["backward_replays"] > 0 and runtime["fallbacks"] == {}
+    # the blocks run back to back: one run captured from their warmup serves them (its replays count here)
+    assert runtime["wrapped"] >= 3 and runtime["captures"] >= 1 and runtime["forward_replays"] > 0
+    assert runtime["fused_calls"] > 0 and runtime["backward_replays"] > 0 and runtime["fallbacks"] == {}
     assert row["shared"] == (1 if framework == "torch" else 0)  # the head tied to the embedding by name
 
 

@@ -776,8 +776,10 @@ class FunctionContext:
             return TENSOR
         factory = self.qualify(func.func) if ftype is ast.Call else None  # type: ignore[attr-defined]
         if factory is not None and not fw.is_framework(factory):
-            # `make_fn(...)(x)`: the closure it returns was walked with it, so the call is the factory's
+            # `find(op)(x)`: the factory's body runs, then whatever it returns (a registry entry, a closure), which the
+            # resolver solves from the inner call; judging the factory alone passed what it returns unread
             self._record("name", factory, func, func.func)  # type: ignore[arg-type, attr-defined]
+            self._record("result", factory, node, func)
             return TENSOR if tensor_in else UNKNOWN
         if tensor_in:
             self._record("unresolved", "", node, func)
@@ -791,7 +793,7 @@ class FunctionContext:
                 break
             hosts.append(self.kinds.get(id(arg), UNKNOWN) == HOST)
         callee = whole = None
-        if kind == "unresolved" and self.summarizer is not None:
+        if kind in ("unresolved", "result") and self.summarizer is not None:
             callee = self.summarizer.expression(func, "self" if self.cls is not None else None, self.scope_name)
         elif kind in ("name", "self", "super") and self.summarizer is not None and func is node.func and (kind == "name" or node.args):
             whole = self.summarizer.expression(node, "self" if self.cls is not None else None, self.scope_name)

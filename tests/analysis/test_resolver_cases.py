@@ -2444,6 +2444,81 @@ class Norm({Layer}):
 """},
         {"m.Double": "eligible", "m.Norm": "ineligible"},
     ),
+    # a call of what a call returns runs what it returns, not only the function called first: a registry entry, a
+    # closure made for that call, a method's result; what cannot be solved is unknown
+    "calls-of-call-results": (
+        {"parts.py": CLEAN, "ops.py": """def clean(x):
+    return x * 2
+
+
+def sync(x):
+    return x / x.max().item()
+
+
+TABLE = {{"clean": clean, "sync": sync}}
+
+
+def find(op):
+    return TABLE[op]
+
+
+def scaler(k):
+    def scale(x):
+        return x * k
+
+    return scale
+
+
+def given(fn):
+    return fn
+""", "m.py": """from {nn} import {Layer}
+
+from .ops import find, given, scaler, sync
+
+
+class CleanKey({Layer}):
+    def forward(self, x):
+        return find("clean")(x)
+
+
+class SyncKey({Layer}):
+    def forward(self, x):
+        return find("sync")(x)
+
+
+class AnyKey({Layer}):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        return find(self.op)(x)
+
+
+class Closure({Layer}):
+    def forward(self, x):
+        return scaler(3)(x)
+
+
+class Maker({Layer}):
+    def make(self):
+        return sync
+
+    def forward(self, x):
+        return self.make()(x)
+
+
+class Unseen({Layer}):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return given(self.fn)(x)
+"""},
+        {"m.CleanKey": "eligible", "m.SyncKey": "ineligible", "m.AnyKey": "ineligible", "m.Closure": "eligible",
+         "m.Maker": "ineligible", "m.Unseen": "unknown"},
+    ),
     # a name a module-level function rebinds among its own statements is read in versions: what it holds after an
     # assignment, not what it held before (a parameter's first version is what callers pass); a rebinding under a test
     # adds to what it held, and a name a lambda reads late holds every value

@@ -2444,6 +2444,37 @@ class Norm({Layer}):
 """},
         {"m.Double": "eligible", "m.Norm": "ineligible"},
     ),
+    # `if layer_past:` of an argument that defaults to None converts a tensor only where a caller passes one: as if
+    # written `if layer_past is not None and layer_past:` (off by default); a required argument's truth always converts
+    "truth-of-an-optional-argument": (
+        {"m.py": """from {nn} import {Layer}, Linear
+
+
+class Optional({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x, layer_past=None):
+        n = x.shape[1]
+        if layer_past:
+            n += layer_past[0].shape[1]
+        return self.proj(x) * n
+
+
+class Required({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x, layer_past):
+        n = x.shape[1]
+        if layer_past:
+            n += layer_past[0].shape[1]
+        return self.proj(x) * n
+"""},
+        {"m.Optional": "conditional", "m.Required": "ineligible"},
+    ),
     # a call of what a call returns runs what it returns, not only the function called first: a registry entry, a
     # closure made for that call, a method's result; what cannot be solved is unknown
     "calls-of-call-results": (

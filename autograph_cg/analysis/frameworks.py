@@ -103,6 +103,7 @@ HOST_FUNCTIONS = frozenset(
         "is_compiled_with_xpu", "is_compiled_with_custom_device", "is_compiled_with_distribute",
         "is_compiled_with_cinn", "is_bfloat16_supported", "is_float16_supported", "get_all_custom_device_type",
         "get_cudnn_version", "get_flags", "is_integer", "in_declarative_mode", "in_to_static_mode",
+        "get_hybrid_communicate_group",
         # distributed tensor placements
         "Shard", "Replicate", "Partial",
     }

@@ -264,7 +264,7 @@ _NAMESPACES = (
     "torch", "torch.cuda", "torch.jit", "torch.compiler", "torch.distributed", "torch.overrides", "torch.onnx",
     "torch.backends.cuda", "torch.backends.cudnn", "torch.backends.mps", "torch.distributed.tensor", "paddle",
     "paddle.framework", "paddle.base.framework", "paddle.device", "paddle.device.cuda", "paddle.amp",
-    "paddle.distributed", "paddle.nn.layer.layers",
+    "paddle.distributed", "paddle.distributed.fleet", "paddle.nn.layer.layers",
 )
 
 
@@ -296,6 +296,7 @@ _HOST_CALLS: dict[str, Any] = {  # arguments for the host functions that take so
 _NOT_CALLABLE_HERE = {
     "current_device", "get_device_name", "get_device_capability", "get_device_properties", "is_bf16_supported",
     "get_rank", "get_world_size", "get_backend", "is_current_stream_capturing", "get_autocast_gpu_dtype", "CUDAPlace",
+    "get_hybrid_communicate_group",
 }
 
 

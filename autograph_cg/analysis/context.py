@@ -899,7 +899,7 @@ class FunctionContext:
             op_rules = DISPATCH.ops.get(short)
             if op_rules:
                 self._match(op_rules, node, detail, short)
-            if short in fw.HOST_FUNCTIONS:
+            if fw.returns_host(qual):
                 return HOST
             if fw.layer_kind(qual) in ("known", "container", "framework") and short[:1].isupper() and ".nn." in qual + ".":
                 return LAYER

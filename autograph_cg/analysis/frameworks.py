@@ -108,6 +108,19 @@ HOST_FUNCTIONS = frozenset(
         "Shard", "Replicate", "Partial",
     }
 )  # fmt: skip
+#: Framework functions whose result is a tensor in host memory on every device: Paddle's `shape` and `shape64` kernels
+#: fill their output with `HostAlloc`, registered for GPU with `OutputAt(0).SetBackend(phi::Backend::CPU)`
+#: (`paddle/phi/kernels/shape_kernel.cc`). Reading it (a slice bound, an `arange` end, a test) copies nothing and waits
+#: for nothing, and what it holds is shapes, which a graph is keyed by: a host value to the rules.
+HOST_MEMORY_FUNCTIONS = frozenset({"paddle.shape", "paddle.tensor.shape", "paddle.tensor.attribute.shape"})
+
+
+def returns_host(qualname: str) -> bool:
+    """A framework call whose result is host data: a flag, a device, a dtype, a process group, or a tensor in host
+    memory."""
+    return qualname.rsplit(".", 1)[-1] in HOST_FUNCTIONS or qualname in HOST_MEMORY_FUNCTIONS
+
+
 #: The frameworks' own "is a CUDA graph being captured on this stream" queries: true while a graph captures, so
 #: code under their negation never runs in one (`analysis/capture.py`).
 CAPTURE_QUERIES = frozenset(

@@ -349,6 +349,15 @@ def test_host_methods_return_no_tensor(framework: str):
         assert not isinstance(result, (torch.Tensor, *_paddle_tensor())), f"{framework} Tensor.{method}"
 
 
+@pytest.mark.parametrize("name", sorted(fw.HOST_MEMORY_FUNCTIONS))
+def test_host_memory_functions_give_tensors_in_host_memory(name: str):
+    """On this machine's build; the GPU kernels' registration (output on the CPU backend) was read in the source."""
+    if not _installed(name):
+        pytest.skip(f"{name.split('.', 1)[0]} is not installed")
+    result = _resolve(name)(_sample(importlib.import_module(name.split(".", 1)[0])))
+    assert isinstance(result, _paddle_tensor()) and result.place.is_cpu_place(), name
+
+
 def test_host_attributes_are_no_tensors():
     for name in sorted(fw.HOST_ATTRIBUTES - {"training"}):  # `training` is the layer's flag, read on layers
         values = [getattr(t, name) for _, t in _tensors() if hasattr(t, name)]

@@ -941,7 +941,9 @@ class FunctionContext:
                 self._record("self-attr", attr + "." + method, node, func)
                 return TENSOR
             origin = self.origins.get(receiver.id) if isinstance(receiver, ast.Name) else None
-            if origin:
+            if origin and origin.startswith("<instance>"):  # `cache = DynamicCache(); cache.get_seq_length()`: an
+                self._record("unresolved", "", node, func)  # object built here, whose method the resolver finds
+            elif origin:
                 self._record("self-attr", origin + "." + method, node, func)
             return TENSOR
         if recv == HOST:

@@ -2475,6 +2475,44 @@ class Required({Layer}):
 """},
         {"m.Optional": "conditional", "m.Required": "ineligible"},
     ),
+    # a method of an object that forward builds (`cache = DynamicCache(); cache.get_seq_length()`) is that class's
+    # method, found by the resolver, not an attribute of the layer
+    "methods-of-an-object-built-in-forward": (
+        {"m.py": """from {nn} import {Layer}, Linear
+
+
+class Cache({Layer}):
+    def forward(self, x):
+        return x
+
+    def length(self, x):
+        return x.shape[1]
+
+    def synced(self, x):
+        return x.max().item()
+
+
+class Clean({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x):
+        cache = Cache()
+        return self.proj(x) * cache.length(x)
+
+
+class Synced({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x):
+        cache = Cache()
+        return self.proj(x) * cache.synced(x)
+"""},
+        {"m.Clean": "eligible", "m.Synced": "ineligible"},
+    ),
     # a call of what a call returns runs what it returns, not only the function called first: a registry entry, a
     # closure made for that call, a method's result; what cannot be solved is unknown
     "calls-of-call-results": (

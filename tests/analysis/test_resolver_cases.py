@@ -2513,6 +2513,37 @@ class Synced({Layer}):
 """},
         {"m.Clean": "eligible", "m.Synced": "ineligible"},
     ),
+    # `from .. import utils` names the submodule, also where the package's `__init__` star-imports a module that imports
+    # it (the star import brings back the same name: followed, a cycle that held nothing)
+    "submodule-imported-beside-a-star-import": (
+        {"__init__.py": "from .blocks import *\n", "parts.py": CLEAN, "utils.py": """from .parts import Clean, Sync
+
+CleanLayer = Clean
+SyncLayer = Sync
+""", "blocks.py": """from {nn} import {Layer}
+
+from . import utils
+
+
+class CleanBlock({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = utils.CleanLayer()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class SyncBlock({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = utils.SyncLayer()
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"blocks.CleanBlock": "eligible", "blocks.SyncBlock": "ineligible"},
+    ),
     # a call of what a call returns runs what it returns, not only the function called first: a registry entry, a
     # closure made for that call, a method's result; what cannot be solved is unknown
     "calls-of-call-results": (

@@ -503,7 +503,11 @@ class Solver(FixedPoint):
             return found | self._node(("global", qual)) if qual is not None else found
         for star in facts.star_imports:
             if self._exports(star, name):
-                return self._node(("global", f"{star}.{name}"))
+                found = self._node(("global", f"{star}.{name}"))
+                if found or f"{module}.{name}" not in self.package.modules:
+                    return found
+                break  # a star import that brings back a submodule's own name (`from .. import linear_utils` in the
+                # module it comes from): a cycle, read as nothing, where Python binds the submodule
         if f"{module}.{name}" in self.package.modules:  # `from pkg import sub`: a submodule `pkg` does not name
             return frozenset({("G", f"{module}.{name}")})
         if name in _BUILTIN_NAMES:

@@ -624,7 +624,7 @@ class Package:
                 runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
                 result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
                 return
-            held = self.solver.attribute(context, target)
+            held = self.solver.attribute(context, target) or self.solver.assigned_under_tests(context, target)
             self._run(
                 held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target), holder=f"self.{target}"
             )

@@ -2544,6 +2544,51 @@ class SyncBlock({Layer}):
 """},
         {"blocks.CleanBlock": "eligible", "blocks.SyncBlock": "ineligible"},
     ),
+    # an attribute built only under a setting of a config no call builds (read at its default, off): a call of it under
+    # the same test runs what that branch builds, where a loaded config turns it on
+    "attributes-built-under-unseen-settings": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Linear
+
+from .parts import Clean, Sync
+
+
+class Config:
+    def __init__(self, qk_norm=False, hidden=4):
+        self.qk_norm = qk_norm
+        self.hidden = hidden
+
+
+class Attention({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.qk_norm = config.qk_norm
+        self.proj = Linear(config.hidden, config.hidden)
+        if self.qk_norm:
+            self.q_norm = Clean()
+
+    def forward(self, x):
+        x = self.proj(x)
+        if self.qk_norm:
+            x = self.q_norm(x)
+        return x
+
+
+class SyncAttention({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.qk_norm = config.qk_norm
+        self.proj = Linear(config.hidden, config.hidden)
+        if self.qk_norm:
+            self.q_norm = Sync()
+
+    def forward(self, x):
+        x = self.proj(x)
+        if self.qk_norm:
+            x = self.q_norm(x)
+        return x
+"""},
+        {"m.Attention": "eligible", "m.SyncAttention": "conditional"},
+    ),
     # a call of what a call returns runs what it returns, not only the function called first: a registry entry, a
     # closure made for that call, a method's result; what cannot be solved is unknown
     "calls-of-call-results": (

@@ -93,6 +93,10 @@ def _annotation_names(node: ast.expr) -> list[str]:
 _SEQUENCE_ANNOTATIONS = frozenset({"Tuple", "tuple", "List", "list", "Sequence", "Dict", "dict", "Mapping"})
 
 
+def _is_none(default: ast.expr | None) -> bool:
+    return isinstance(default, ast.Constant) and default.value is None
+
+
 def _is_sequence(annotation: ast.expr | None) -> bool:
     """`Tuple[...]`, `Optional[List[...]]`, `dict[str, Tensor] | None`: a container (or None), never a tensor."""
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
@@ -222,7 +226,7 @@ class FunctionContext:
     __slots__ = (
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
-        "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "tests", "exits", "finding_exits",
+        "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "optional", "tests", "exits", "finding_exits",
         "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain",
     )  # fmt: skip
 
@@ -259,6 +263,7 @@ class FunctionContext:
         # parameter names, which it cannot hold); None otherwise
         self.kwargs: tuple[str, Expr] | None = None
         self.sequences: frozenset[str] = frozenset()  # arguments annotated as sequences or mappings
+        self.optional: frozenset[str] = frozenset()  # arguments that default to None
         self.ops = 0  # framework ops, tensor methods and tensor operators met: the kernels it launches, about
         # capture-aware reachability (`analysis/capture.py`): each condition's test; the early exits the node being
         # walked comes after, as (test, holds); those in force at each finding and call; calls of other modules'
@@ -384,6 +389,8 @@ class FunctionContext:
                 self.env[arg.arg] = HOST
         self.params = {a.arg for a in (positional[1:] if is_method else positional) + func.args.kwonlyargs}
         self.sequences = frozenset(a.arg for a in positional + func.args.kwonlyargs if _is_sequence(a.annotation))
+        defaults = [None] * (len(positional) - len(func.args.defaults)) + [*func.args.defaults, *func.args.kw_defaults]
+        self.optional = frozenset(a.arg for a, d in zip(positional + func.args.kwonlyargs, defaults) if _is_none(d))
         kwarg = func.args.kwarg
         if kwarg is not None and _only_spread(func, kwarg.arg):
             named = [a.arg for a in positional + func.args.kwonlyargs + ([func.args.vararg] if func.args.vararg else [])]
@@ -468,12 +475,12 @@ class FunctionContext:
         finally:
             self.active = outer
 
-    def _condition(self, test: ast.expr, negated: bool) -> int | None:
+    def _condition(self, test: ast.expr, negated: bool, text: str = "") -> int | None:
         """Record a condition code may sit under; its index (None when no resolver reads conditions)."""
         if self.summarizer is None:
             return None
         index = len(self.conditions)
-        text = self.module.snippet(test)
+        text = text or self.module.snippet(test)
         names, settings = self._read_by(test)
         tested = sorted(names & self.params)
         tensors = tuple(n for n in tested if is_tensor(self.env.get(n, UNKNOWN)))
@@ -497,11 +504,11 @@ class FunctionContext:
             prefix.end_lineno, prefix.end_col_offset = values[-1].end_lineno, values[-1].end_col_offset
         self.conditioned(prefix, isinstance(node.op, ast.Or), findings, calls)
 
-    def conditioned(self, test: ast.expr, negated: bool, findings: int, calls: int) -> None:
+    def conditioned(self, test: ast.expr, negated: bool, findings: int, calls: int, text: str = "") -> None:
         """The findings and calls recorded since `findings` and `calls` sit under `test` (where it fails, `negated`)."""
         if len(self.findings) == findings and len(self.calls) == calls:
             return
-        index = self._condition(test, negated)
+        index = self._condition(test, negated, text)
         if index is None:
             return
         for at in range(findings, len(self.findings)):
@@ -509,6 +516,15 @@ class FunctionContext:
         for at in range(calls, len(self.calls)):
             call = self.calls[at]
             self.calls[at] = replace(call, conditions=call.conditions + (index,))
+
+    def passed_only(self, test: ast.expr, findings: int) -> None:
+        """`if layer_past:` of an argument that defaults to None reads a tensor only where a caller passes one: the
+        findings of the test since `findings` sit under `layer_past is not None`, as if it were written so (a guard, or
+        a default-off condition). The argument may as well be a tuple, whose truth is its length."""
+        inner = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+        if isinstance(inner, ast.Name) and inner.id in self.optional and inner.id in self.params:
+            passed = ast.copy_location(ast.Compare(inner, [ast.IsNot()], [ast.Constant(None)]), inner)
+            self.conditioned(passed, False, findings, len(self.calls), f"{inner.id} is not None")
 
     def _read_by(self, test: ast.expr) -> tuple[set[str], tuple[str, ...]]:
         """The names `test` reads, and the layer's settings it reads (`self.config.is_decoder`) that this function has
@@ -778,8 +794,10 @@ class FunctionContext:
             return TENSOR
         factory = self.qualify(func.func) if ftype is ast.Call else None  # type: ignore[attr-defined]
         if factory is not None and not fw.is_framework(factory):
-            # `make_fn(...)(x)`: the closure it returns was walked with it, so the call is the factory's
+            # `find(op)(x)`: the factory's body runs, then whatever it returns (a registry entry, a closure), which the
+            # resolver solves from the inner call; judging the factory alone passed what it returns unread
             self._record("name", factory, func, func.func)  # type: ignore[arg-type, attr-defined]
+            self._record("result", factory, node, func)
             return TENSOR if tensor_in else UNKNOWN
         if tensor_in:
             self._record("unresolved", "", node, func)
@@ -793,7 +811,7 @@ class FunctionContext:
                 break
             hosts.append(self.kinds.get(id(arg), UNKNOWN) == HOST)
         callee = whole = None
-        if kind == "unresolved" and self.summarizer is not None:
+        if kind in ("unresolved", "result") and self.summarizer is not None:
             callee = self.summarizer.expression(func, "self" if self.cls is not None else None, self.scope_name)
         elif kind in ("name", "self", "super") and self.summarizer is not None and func is node.func and (kind == "name" or node.args):
             whole = self.summarizer.expression(node, "self" if self.cls is not None else None, self.scope_name)
@@ -883,7 +901,7 @@ class FunctionContext:
             op_rules = DISPATCH.ops.get(short)
             if op_rules:
                 self._match(op_rules, node, detail, short)
-            if short in fw.HOST_FUNCTIONS:
+            if fw.returns_host(qual):
                 return HOST
             if fw.layer_kind(qual) in ("known", "container", "framework") and short[:1].isupper() and ".nn." in qual + ".":
                 return LAYER
@@ -925,7 +943,9 @@ class FunctionContext:
                 self._record("self-attr", attr + "." + method, node, func)
                 return TENSOR
             origin = self.origins.get(receiver.id) if isinstance(receiver, ast.Name) else None
-            if origin:
+            if origin and origin.startswith("<instance>"):  # `cache = DynamicCache(); cache.get_seq_length()`: an
+                self._record("unresolved", "", node, func)  # object built here, whose method the resolver finds
+            elif origin:
                 self._record("self-attr", origin + "." + method, node, func)
             return TENSOR
         if recv == HOST:
@@ -1175,6 +1195,7 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
         ctx._run(rules, node)
         test = node.test
         if len(ctx.findings) > findings and isinstance(node, ast.If):
+            ctx.passed_only(test, findings)
             # `if a is None or a.all():` converts a tensor only when the operands before it do not decide, and
             # `if n == 1 and (a is None or a.all()):` only when those of the operand that decides do not either
             while isinstance(test, ast.BoolOp):

@@ -640,7 +640,7 @@ class Package:
                 runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
                 result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
                 return
-            held = self.solver.attribute(context, target)
+            held = self.solver.attribute(context, target) or self.solver.assigned_under_tests(context, target)
             self._run(
                 held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target), holder=f"self.{target}"
             )
@@ -670,8 +670,21 @@ class Package:
         elif kind == "unresolved" and call.callee is not None:
             usual = lambda: self.configured.value_in(call.callee, here)  # noqa: E731 (what construction builds there)
             self._run(self.solver.value_in(call.callee, here), call, module, result, step, default=usual, site=site)
+        elif kind == "result" and call.callee is not None:
+            made = self._made_by(self.resolve(target) or target)
+            value = made(self.solver.value_in(call.callee, here))
+            if value:
+                usual = lambda: made(self.configured.value_in(call.callee, here))  # noqa: E731
+                self._run(value, call, module, result, step, default=usual, site=site)
         elif kind == "unresolved" or kind in ("self", "self-attr", "super"):
             self._unresolved(call, module, result, step)
+
+    @staticmethod
+    def _made_by(factory: str) -> Callable[[Value], Value]:
+        """What a call of `factory`'s result may run, less the closures `factory` makes: those were walked with it, for
+        the call that made them (`make_fn(...)(x)`), and counting them again would count their kernels twice."""
+        inner = factory + ".<locals>."
+        return lambda value: frozenset(a for a in value if not (a[0] == "G" and a[1].startswith(inner)))
 
     def _run_for_call(self, call: CallRef, here: Ctx, module: str, function: FunctionFacts) -> Ctx | None:
         """Where a function or method called by name with arguments is judged: for this one call when it calls

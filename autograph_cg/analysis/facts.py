@@ -25,6 +25,7 @@ class CallRef:
       "name"       a module-level name or import: `target` is its qualified name ("pkg.ops.rotate_half")
       "instance"   a local built from class `target` in this function and then called
       "unresolved" a call we cannot follow (a parameter, a local object) that receives tensors
+      "result"     a call of what a call of the package function `target` returns (`find(op)(x)`); `callee` is that call
     """
 
     kind: str
@@ -32,7 +33,7 @@ class CallRef:
     span: Span
     text: str  # the callee as written, for messages: "self.act", "helper"
     host_args: tuple[bool, ...] = ()  # per leading positional argument: a host value
-    callee: Expr | None = None  # "unresolved" and "name" calls: the callee in the resolver's language
+    callee: Expr | None = None  # "unresolved", "result" and "name" calls: the callee in the resolver's language
     conditions: tuple[int, ...] = ()  # indexes into the function's `conditions` the call sits under
     call: Expr | None = None  # "name" calls, "self" and "super" calls with arguments: the whole call (its arguments bind the function's parameters)
     scope: str = ""  # the resolver's scope of a call inside a closure ("f.<locals>.run"); "" for the function's own

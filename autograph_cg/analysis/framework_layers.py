@@ -227,8 +227,8 @@ PADDLE: list[Layer] = [
     Layer(f"{_P}.Transformer", KNOWN, SOURCE, "TransformerEncoder and TransformerDecoder",
           caveat="custom_encoder, custom_decoder: the layers given are run"),
     *_rows(KNOWN, SOURCE, _P, "SimpleRNNCell LSTMCell GRUCell", "matmul, split and activations; initial states are "
-           "paddle.full from the batch size (its `.item()` is reached only when that size is unknown)",
-           waives=("AG101 `.item()`",)),
+           "paddle.full from the batch size (where that size is unknown, `.item()` of `paddle.shape`, a tensor in host "
+           "memory)"),
     *_rows(OFF, SOURCE, _P, "SimpleRNN LSTM GRU", "the rnn kernel builds its cuDNN descriptors from sequence_length "
            "as a host `std::vector<int>` (phi/kernels/gpu/rnn_functor.h): a tensor passed is copied to the host on "
            "every call; without it, not checked (descriptors and dropout state are set up per call)",

@@ -103,10 +103,24 @@ HOST_FUNCTIONS = frozenset(
         "is_compiled_with_xpu", "is_compiled_with_custom_device", "is_compiled_with_distribute",
         "is_compiled_with_cinn", "is_bfloat16_supported", "is_float16_supported", "get_all_custom_device_type",
         "get_cudnn_version", "get_flags", "is_integer", "in_declarative_mode", "in_to_static_mode",
+        "get_hybrid_communicate_group",
         # distributed tensor placements
         "Shard", "Replicate", "Partial",
     }
 )  # fmt: skip
+#: Framework functions whose result is a tensor in host memory on every device: Paddle's `shape` and `shape64` kernels
+#: fill their output with `HostAlloc`, registered for GPU with `OutputAt(0).SetBackend(phi::Backend::CPU)`
+#: (`paddle/phi/kernels/shape_kernel.cc`). Reading it (a slice bound, an `arange` end, a test) copies nothing and waits
+#: for nothing, and what it holds is shapes, which a graph is keyed by: a host value to the rules.
+HOST_MEMORY_FUNCTIONS = frozenset({"paddle.shape", "paddle.tensor.shape", "paddle.tensor.attribute.shape"})
+
+
+def returns_host(qualname: str) -> bool:
+    """A framework call whose result is host data: a flag, a device, a dtype, a process group, or a tensor in host
+    memory."""
+    return qualname.rsplit(".", 1)[-1] in HOST_FUNCTIONS or qualname in HOST_MEMORY_FUNCTIONS
+
+
 #: The frameworks' own "is a CUDA graph being captured on this stream" queries: true while a graph captures, so
 #: code under their negation never runs in one (`analysis/capture.py`).
 CAPTURE_QUERIES = frozenset(

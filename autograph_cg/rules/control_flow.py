@@ -92,6 +92,8 @@ RULES = (
             "if x.requires_grad and not x.is_leaf:\n    x = x * 2",
             "torch: if x.device.type == 'cuda' and x.dtype == torch.float16:\n    x = x.float()",
             "paddle: if x.stop_gradient and x.dtype == paddle.float16:\n    x = x.astype('float32')",
+            "paddle: from paddle.distributed import fleet\nhcg = fleet.get_hybrid_communicate_group()\n"
+            "if hcg.get_model_parallel_world_size() > 1:\n    x = x * 2",
             "class Case(nn.Module):\n    def forward(self, x, feats):\n        if feats:\n            x = x + feats.pop()\n        return x",
             "class Case(nn.Module):\n    def forward(self, x, past: Optional[Tuple[Tensor, Tensor]] = None):\n"
             "        if past:\n            x = x + past[0]\n        return x",

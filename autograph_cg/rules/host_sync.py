@@ -251,20 +251,21 @@ RULES = (
         severity=Severity.ERROR,
         message="a tensor is passed to `{detail}` where a host int or shape is expected",
         what="Finds tensors (or lists holding tensors) given to shape, size, count, index and bound arguments, e.g. "
-        "`x.reshape([b, n, -1])` with `n = paddle.shape(x)[1]`, `paddle.full(shape=t)`, `topk(k=t)`, "
+        "`x.reshape([b, n, -1])` with `n = lengths.max()`, `paddle.full(shape=t)`, `topk(k=t)`, "
         "`torch.arange(t)`. Which arguments of which ops: the table derived from the frameworks' own signatures "
         "(`autograph_cg/rules/host_values.json`; Paddle's `int | Tensor` and shape parameters, PyTorch's `int`, "
-        "`SymInt`, size and Scalar parameters that no overload takes as a tensor).",
+        "`SymInt`, size and Scalar parameters that no overload takes as a tensor). `paddle.shape(x)` is no such "
+        "tensor: Paddle fills it in host memory on every device, so reading it copies nothing.",
         why="The framework must know the value on the host to build the output, so it copies the tensor to the "
         "CPU and waits (Paddle's IntArray/Scalar conversion does a blocking copy; PyTorch calls `.item()`).",
         known_problems="Paddle's float parameters are not in the table (`paddle.arange(end=t)` reads `end` on the host too, "
         "but its signature, `float | Tensor`, is the one of operands such as `pow`'s exponent).",
-        example="n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
+        example="n = lengths.max()\ny = x.reshape([0, n, -1])",
         instead="y = x.reshape([0, x.shape[1], -1])  # x.shape is host metadata",
         ops=host_values.names(),
         guard=_tensor_as_host_value,
         invalid=(
-            "paddle: n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
+            "paddle: n = x.sum(1).max()\ny = x.reshape([0, n, -1])",
             "paddle: y = paddle.full(shape=[x.max()], fill_value=0.0)",
             "torch: y = torch.arange(x.sum())",
             "torch: from torch.nn.functional import pad as torch_pad\ny = torch_pad(x, [x.sum(), 1])",
@@ -283,6 +284,7 @@ RULES = (
             "paddle: y = paddle.masked_fill(x, x > 0, x.max())",
             "y = x.reshape([x.shape[0], -1])",
             "paddle: y = paddle.full([2, 3], 0.0)",
+            "paddle: n = paddle.shape(x)[1]\ny = x.reshape([0, n, -1])",
             "torch: y = x.view(-1, 4)",
             "torch: from torch.nn.functional import pad as torch_pad\ny = torch_pad(x, (1, 1))",
             "paddle: from paddle import reshape as reshaped\ny = reshaped(x, [x.shape[0], -1])",

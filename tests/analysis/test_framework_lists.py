@@ -264,7 +264,7 @@ _NAMESPACES = (
     "torch", "torch.cuda", "torch.jit", "torch.compiler", "torch.distributed", "torch.overrides", "torch.onnx",
     "torch.backends.cuda", "torch.backends.cudnn", "torch.backends.mps", "torch.distributed.tensor", "paddle",
     "paddle.framework", "paddle.base.framework", "paddle.device", "paddle.device.cuda", "paddle.amp",
-    "paddle.distributed", "paddle.nn.layer.layers",
+    "paddle.distributed", "paddle.distributed.fleet", "paddle.nn.layer.layers",
 )
 
 
@@ -296,6 +296,7 @@ _HOST_CALLS: dict[str, Any] = {  # arguments for the host functions that take so
 _NOT_CALLABLE_HERE = {
     "current_device", "get_device_name", "get_device_capability", "get_device_properties", "is_bf16_supported",
     "get_rank", "get_world_size", "get_backend", "is_current_stream_capturing", "get_autocast_gpu_dtype", "CUDAPlace",
+    "get_hybrid_communicate_group",
 }
 
 
@@ -346,6 +347,15 @@ def test_host_methods_return_no_tensor(framework: str):
         bound = getattr(tensor, method)
         result = bound(tensor) if method in ("is_same_size", "is_same_shape") else bound()
         assert not isinstance(result, (torch.Tensor, *_paddle_tensor())), f"{framework} Tensor.{method}"
+
+
+@pytest.mark.parametrize("name", sorted(fw.HOST_MEMORY_FUNCTIONS))
+def test_host_memory_functions_give_tensors_in_host_memory(name: str):
+    """On this machine's build; the GPU kernels' registration (output on the CPU backend) was read in the source."""
+    if not _installed(name):
+        pytest.skip(f"{name.split('.', 1)[0]} is not installed")
+    result = _resolve(name)(_sample(importlib.import_module(name.split(".", 1)[0])))
+    assert isinstance(result, _paddle_tensor()) and result.place.is_cpu_place(), name
 
 
 def test_host_attributes_are_no_tensors():

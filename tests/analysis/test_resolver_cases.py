@@ -2497,6 +2497,226 @@ class Norm({Layer}):
 """},
         {"m.Double": "eligible", "m.Norm": "ineligible"},
     ),
+    # `if layer_past:` of an argument that defaults to None converts a tensor only where a caller passes one: as if
+    # written `if layer_past is not None and layer_past:` (off by default); a required argument's truth always converts
+    "truth-of-an-optional-argument": (
+        {"m.py": """from {nn} import {Layer}, Linear
+
+
+class Optional({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x, layer_past=None):
+        n = x.shape[1]
+        if layer_past:
+            n += layer_past[0].shape[1]
+        return self.proj(x) * n
+
+
+class Required({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x, layer_past):
+        n = x.shape[1]
+        if layer_past:
+            n += layer_past[0].shape[1]
+        return self.proj(x) * n
+"""},
+        {"m.Optional": "conditional", "m.Required": "ineligible"},
+    ),
+    # a method of an object that forward builds (`cache = DynamicCache(); cache.get_seq_length()`) is that class's
+    # method, found by the resolver, not an attribute of the layer
+    "methods-of-an-object-built-in-forward": (
+        {"m.py": """from {nn} import {Layer}, Linear
+
+
+class Cache({Layer}):
+    def forward(self, x):
+        return x
+
+    def length(self, x):
+        return x.shape[1]
+
+    def synced(self, x):
+        return x.max().item()
+
+
+class Clean({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x):
+        cache = Cache()
+        return self.proj(x) * cache.length(x)
+
+
+class Synced({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+
+    def forward(self, x):
+        cache = Cache()
+        return self.proj(x) * cache.synced(x)
+"""},
+        {"m.Clean": "eligible", "m.Synced": "ineligible"},
+    ),
+    # `from .. import utils` names the submodule, also where the package's `__init__` star-imports a module that imports
+    # it (the star import brings back the same name: followed, a cycle that held nothing)
+    "submodule-imported-beside-a-star-import": (
+        {"__init__.py": "from .blocks import *\n", "parts.py": CLEAN, "utils.py": """from .parts import Clean, Sync
+
+CleanLayer = Clean
+SyncLayer = Sync
+""", "blocks.py": """from {nn} import {Layer}
+
+from . import utils
+
+
+class CleanBlock({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = utils.CleanLayer()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class SyncBlock({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.inner = utils.SyncLayer()
+
+    def forward(self, x):
+        return self.inner(x)
+"""},
+        {"blocks.CleanBlock": "eligible", "blocks.SyncBlock": "ineligible"},
+    ),
+    # an attribute built only under a setting of a config no call builds (read at its default, off): a call of it under
+    # the same test runs what that branch builds, where a loaded config turns it on
+    "attributes-built-under-unseen-settings": (
+        {"parts.py": CLEAN, "m.py": """from {nn} import {Layer}, Linear
+
+from .parts import Clean, Sync
+
+
+class Config:
+    def __init__(self, qk_norm=False, hidden=4):
+        self.qk_norm = qk_norm
+        self.hidden = hidden
+
+
+class Attention({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.qk_norm = config.qk_norm
+        self.proj = Linear(config.hidden, config.hidden)
+        if self.qk_norm:
+            self.q_norm = Clean()
+
+    def forward(self, x):
+        x = self.proj(x)
+        if self.qk_norm:
+            x = self.q_norm(x)
+        return x
+
+
+class SyncAttention({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.qk_norm = config.qk_norm
+        self.proj = Linear(config.hidden, config.hidden)
+        if self.qk_norm:
+            self.q_norm = Sync()
+
+    def forward(self, x):
+        x = self.proj(x)
+        if self.qk_norm:
+            x = self.q_norm(x)
+        return x
+"""},
+        {"m.Attention": "eligible", "m.SyncAttention": "conditional"},
+    ),
+    # a call of what a call returns runs what it returns, not only the function called first: a registry entry, a
+    # closure made for that call, a method's result; what cannot be solved is unknown
+    "calls-of-call-results": (
+        {"parts.py": CLEAN, "ops.py": """def clean(x):
+    return x * 2
+
+
+def sync(x):
+    return x / x.max().item()
+
+
+TABLE = {{"clean": clean, "sync": sync}}
+
+
+def find(op):
+    return TABLE[op]
+
+
+def scaler(k):
+    def scale(x):
+        return x * k
+
+    return scale
+
+
+def given(fn):
+    return fn
+""", "m.py": """from {nn} import {Layer}
+
+from .ops import find, given, scaler, sync
+
+
+class CleanKey({Layer}):
+    def forward(self, x):
+        return find("clean")(x)
+
+
+class SyncKey({Layer}):
+    def forward(self, x):
+        return find("sync")(x)
+
+
+class AnyKey({Layer}):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        return find(self.op)(x)
+
+
+class Closure({Layer}):
+    def forward(self, x):
+        return scaler(3)(x)
+
+
+class Maker({Layer}):
+    def make(self):
+        return sync
+
+    def forward(self, x):
+        return self.make()(x)
+
+
+class Unseen({Layer}):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return given(self.fn)(x)
+"""},
+        {"m.CleanKey": "eligible", "m.SyncKey": "ineligible", "m.AnyKey": "ineligible", "m.Closure": "eligible",
+         "m.Maker": "ineligible", "m.Unseen": "unknown"},
+    ),
     # a name a module-level function rebinds among its own statements is read in versions: what it holds after an
     # assignment, not what it held before (a parameter's first version is what callers pass); a rebinding under a test
     # adds to what it held, and a name a lambda reads late holds every value

@@ -161,6 +161,27 @@ class Solver(FixedPoint):
         """What `self.attr` may hold on an instance of `cls`."""
         return self._ask(("attr", cls, attr))
 
+    def assigned_under_tests(self, cls: str, attr: str) -> Value:
+        """What construction assigns to `self.attr` with the tests it sits under set aside: asked when `attribute` holds
+        nothing, every branch assigning it found never to run. Those tests read settings at the values seen, a config
+        no call builds read at its defaults (`if self.qk_layernorm: self.q_layernorm = nn.LayerNorm(...)`), while a
+        loader builds the config from data no call shows; a call of the attribute runs only where one of those branches
+        ran, so what they assign is what it may run."""
+        for owner in self.package.mro(cls):
+            module = self.package.classes[owner][0].module
+            found: list[Value] = []
+            for method, summary in self._writes(owner).writing(attr):
+                if self._builds(owner, method):
+                    ctx = (module, summary.name, ("self", cls) if owner != cls else None)
+                    shared = (module, summary.name, None)
+                    found.extend(
+                        self._ask(("expr", inner, ctx if reads_self(inner, summary) else shared))
+                        for inner in map(_untested, summary.self_attrs.get(attr, ()))
+                    )
+            if found:
+                return union(found)
+        return EMPTY
+
     def items(self, value: Value) -> Value:
         """What iterating or indexing `value` gives."""
         return self._ask(("items-of", value))
@@ -503,7 +524,11 @@ class Solver(FixedPoint):
             return found | self._node(("global", qual)) if qual is not None else found
         for star in facts.star_imports:
             if self._exports(star, name):
-                return self._node(("global", f"{star}.{name}"))
+                found = self._node(("global", f"{star}.{name}"))
+                if found or f"{module}.{name}" not in self.package.modules:
+                    return found
+                break  # a star import that brings back a submodule's own name (`from .. import linear_utils` in the
+                # module it comes from): a cycle, read as nothing, where Python binds the submodule
         if f"{module}.{name}" in self.package.modules:  # `from pkg import sub`: a submodule `pkg` does not name
             return frozenset({("G", f"{module}.{name}")})
         if name in _BUILTIN_NAMES:
@@ -1404,6 +1429,13 @@ def _returns_closures(summary: ScopeSummary) -> bool:
     closure is then its own, made in that call's run."""
     made = [summary.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in summary.returns]
     return bool(made) and all(len(m) == 1 and m[0][0] == "fn" for m in made)
+
+
+def _untested(expr: Expr) -> Expr:
+    """`expr` without the `if` tests it flows under."""
+    while expr[0] == "if":
+        expr = expr[3]
+    return expr
 
 
 def _closure(qual: str, ctx: Ctx) -> Atom:

@@ -561,7 +561,7 @@ class Summarizer:
                     return ("call", ("g", qual), self._arguments(node, scope), self._keywords(node, scope))
                 if short[:1].isupper():
                     return ("call", ("g", qual), (), ())
-                return HOST if short in fw.HOST_FUNCTIONS else TENSOR  # `torch.jit.is_scripting()`: a flag
+                return HOST if fw.returns_host(qual) else TENSOR  # `torch.jit.is_scripting()`: a flag
             if qual in PASS_THROUGH:
                 args, keywords = self._arguments(node, scope), self._keywords(node, scope)
                 if qual == "functools.partial" and args and args[0][0] != "*":  # what it binds binds f's parameters

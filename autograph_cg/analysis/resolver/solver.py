@@ -321,7 +321,7 @@ class Solver(FixedPoint):
         reads += [("globals", module) for module in {module for module, _ in summaries}]
         reads += [("writes", f"{module}.{name.partition('.')[0]}") for module, name in summaries]
         reads += [("sites", name) for name in names]
-        reads += [key for key in self._dependents if key[0] == "sites" and key[1].rpartition(".")[2] in methods]
+        reads += [key for key in self._read_keys() if key[0] == "sites" and key[1].rpartition(".")[2] in methods]
         self.forget(reads)
 
     def rediscover(self, sharing: "list[Solver]") -> None:
@@ -401,7 +401,7 @@ class Solver(FixedPoint):
             for call, ctx in sites.dynamic_sites:
                 runs = self._runs(call, ctx)
                 last = known.get((call, ctx))
-                if last is None or last[0] != runs or not all(self._values.get(key) is value for key, value in last[2]):
+                if last is None or last[0] != runs or not all(self._known(key) is value for key, value in last[2]):
                     asked: list[tuple[Any, Value]] = []
                     last = known[(call, ctx)] = (runs, [(t, run) for run in runs for t in self._targets(call, run, asked)], asked)
                 for target, run in last[1]:

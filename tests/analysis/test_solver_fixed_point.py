@@ -46,7 +46,8 @@ class Net{i}(nn.Module):
     assert all(verdicts[f"m.Net{i}"].status.value == "eligible" for i in range(12))
     held = package.solver.attribute("m.Net3", "body")
     assert ("I", "torch.nn.Linear") in held
-    runs = [k for k in package.solver._values if k[0] == "ret" and k[1][1] == "convert"]
+    solved = [package.solver._by_number[n] for n in package.solver._values]
+    runs = [k for k in solved if k[0] == "ret" and k[1][1] == "convert"]
     assert len(runs) == 12  # one run per call outside it; the recursive calls add none
 
 

@@ -20,14 +20,20 @@ _UNSETTLED = unknown("a value that does not settle")
 
 
 class FixedPoint:
+    """Keys are numbered when first met (`_number`) and everything below works on the numbers: a key is a nested
+    tuple (a context holds the calls it runs for), hashed and compared at every dictionary lookup, and a read of a
+    node looked it up four times (its readers, its value, the dirty set, and the reader itself)."""
+
     def __init__(self) -> None:
-        self._values: dict[Any, Value] = {}
-        self._dependents: dict[Any, set[Any]] = {}  # what a node (or a fact's key) is read by
-        self._dirty: set[Any] = set()
-        self._rounds: dict[Any, int] = {}  # how often each node was computed
-        self._stack: list[Any] = []
+        self._numbers: dict[Any, int] = {}  # node or fact key -> its number
+        self._by_number: list[Any] = []  # number -> key
+        self._values: dict[int, Value] = {}
+        self._dependents: dict[int, set[int]] = {}  # what a node (or a fact's key) is read by
+        self._dirty: set[int] = set()
+        self._rounds: dict[int, int] = {}  # how often each node was computed
+        self._stack: list[int] = []
         self.asker: Callable[[], Hashable | None] | None = None  # the result asking from outside, if any
-        self._askers: dict[Any, set[Hashable]] = {}  # node (or a fact's key) -> the results that asked for it
+        self._askers: dict[int, set[Hashable]] = {}  # node (or a fact's key) -> the results that asked for it
         self.forgotten: set[Hashable] = set()  # results that asked for a value `forget` dropped
 
     def _compute(self, key: Any) -> Value:
@@ -41,68 +47,95 @@ class FixedPoint:
     def _prepare(self) -> None:
         """What must be in place before the first node is asked for."""
 
+    def _number(self, key: Any) -> int:
+        number = self._numbers.setdefault(key, len(self._by_number))
+        if number == len(self._by_number):  # new
+            self._by_number.append(key)
+        return number
+
+    def _known(self, key: Any) -> Value | None:
+        """A node's value as it stands, None when it is not solved (or was dropped)."""
+        number = self._numbers.get(key)
+        return self._values.get(number) if number is not None else None
+
+    def _read_keys(self) -> list[Any]:
+        """The keys something read."""
+        return [self._by_number[number] for number in self._dependents]
+
     def forget(self, reads: list[Any]) -> None:
         """Drop what read any of `reads` (node or fact keys), and everything computed from it: solved again when next
         asked. Only that part starts over (recomputing in place could keep an atom that a cycle of nodes feeds
         itself). The results that asked for a dropped value are noted in `forgotten`."""
-        for key in reads:
-            self.forgotten.update(self._askers.pop(key, ()))
-        todo = [reader for key in reads for reader in self._dependents.pop(key, ())]
+        numbers = [n for n in map(self._numbers.get, reads) if n is not None]
+        for number in numbers:
+            self.forgotten.update(self._askers.pop(number, ()))
+        todo = [reader for number in numbers for reader in self._dependents.pop(number, ())]
         while todo:
-            key = todo.pop()
-            if self._values.pop(key, None) is not None:
-                self.forgotten.update(self._askers.pop(key, ()))
-                self._rounds.pop(key, None)
-                self._dirty.discard(key)
-                todo.extend(self._dependents.pop(key, ()))
+            number = todo.pop()
+            if self._values.pop(number, None) is not None:
+                self.forgotten.update(self._askers.pop(number, ()))
+                self._rounds.pop(number, None)
+                self._dirty.discard(number)
+                todo.extend(self._dependents.pop(number, ()))
 
     def _ask(self, key: Any) -> Value:
         self._prepare()
         self._node(key)
         self._drain()
-        return self._values[key]
+        return self._values[self._numbers[key]]
 
     def _node(self, key: Any) -> Value:
-        """A node's value so far; whoever is computing now depends on it and is recomputed when it grows."""
+        """A node's value so far; whoever is computing now depends on it and is recomputed when it grows. The reader is
+        noted after the node is brought up to date: it reads the value as it is then, so only a later change concerns it
+        (noted before, every node computed for the first time inside another made that one compute again, for
+        nothing: 37 % of transformers' computations)."""
+        number = self._numbers.get(key)
+        if number is None:
+            number = self._number(key)
         stack = self._stack
-        self._read(key)
-        known = self._values.get(key)
+        known = self._values.get(number)
         if known is not None:
-            if key in self._dirty and len(stack) < MAX_DEPTH and key not in stack:
-                self._dirty.discard(key)  # it read a value that grew since: bring it up to date before it is read
-                self._recompute(key)
-                return self._values[key]
+            if number in self._dirty and len(stack) < MAX_DEPTH and number not in stack:
+                self._dirty.discard(number)  # it read a value that grew since: bring it up to date before it is read
+                self._recompute(number)
+                known = self._values[number]
+            self._reads(number)
             return known
-        self._values[key] = EMPTY  # a cycle back to this node reads the empty set until it is computed
+        self._values[number] = EMPTY  # a cycle back to this node reads the empty set until it is computed
         if len(stack) >= MAX_DEPTH:
-            self._values[key] = unknown("a chain of values too deep to follow")
-            return self._values[key]
-        try:
-            self._recompute(key)
-        except BaseException:  # not computed (Python's stack ran out, say): no placeholder may pass for its value
-            self._values.pop(key, None)
-            raise
-        return self._values[key]
+            self._values[number] = unknown("a chain of values too deep to follow")
+        else:
+            try:
+                self._recompute(number)
+            except BaseException:  # not computed (Python's stack ran out, say): no placeholder may pass for its value
+                self._values.pop(number, None)
+                raise
+        self._reads(number)
+        return self._values[number]
 
     def _read(self, key: Any) -> None:
         """The node being computed reads `key` (a node, or a fact's key): it is recomputed when that grows. Asked
         from outside (no node is being computed), the result that `asker` names reads it."""
+        self._reads(self._number(key))
+
+    def _reads(self, number: int) -> None:
         if self._stack:
-            readers = self._dependents.get(key)
+            readers = self._dependents.get(number)
             if readers is None:
-                self._dependents[key] = {self._stack[-1]}
+                self._dependents[number] = {self._stack[-1]}
             else:
                 readers.add(self._stack[-1])
         elif self.asker is not None and (result := self.asker()) is not None:
-            self._askers.setdefault(key, set()).add(result)
+            self._askers.setdefault(number, set()).add(result)
 
-    def _recompute(self, key: Any) -> None:
-        rounds = self._rounds[key] = self._rounds.get(key, 0) + 1
-        old = self._values.get(key)
+    def _recompute(self, number: int) -> None:
+        rounds = self._rounds[number] = self._rounds.get(number, 0) + 1
+        old = self._values.get(number)
         if rounds > _MAX_ROUNDS:  # a safety net: a value that keeps changing is given up on, and stays so
             value = _UNSETTLED
         else:
-            self._stack.append(key)
+            key = self._by_number[number]
+            self._stack.append(number)
             try:
                 value = self._compute(key)
             finally:
@@ -114,8 +147,8 @@ class FixedPoint:
                     # a value read smaller than it did, and letting it shrink swung the two until the round limit.
                     value = bounded(old | value)
         if value != old:
-            self._values[key] = value
-            self._dirty.update(self._dependents.get(key, ()))
+            self._values[number] = value
+            self._dirty.update(self._dependents.get(number, ()))
 
     def _drain(self) -> None:
         """Recompute what read a value before it grew, until nothing changes (values only grow: it ends)."""

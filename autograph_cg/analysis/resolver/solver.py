@@ -15,7 +15,7 @@ default build (`self.q_proj` is a Linear unless `config.tensor_parallel_degree >
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Iterator
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
@@ -342,7 +342,7 @@ class Solver(FixedPoint):
         reads += [("globals", module) for module in {module for module, _ in summaries}]
         reads += [("writes", f"{module}.{name.partition('.')[0]}") for module, name in summaries]
         reads += [("sites", name) for name in names]
-        reads += [key for key in self._dependents if key[0] == "sites" and key[1].rpartition(".")[2] in methods]
+        reads += [key for key in self._read_keys() if key[0] == "sites" and key[1].rpartition(".")[2] in methods]
         self.forget(reads)
 
     def rediscover(self, sharing: "list[Solver]") -> None:
@@ -413,26 +413,35 @@ class Solver(FixedPoint):
             self._discover(sites, [])
 
     def _discover(self, sites: CallSites, sharing: "list[Solver]") -> None:
+        # what each call through a value was found to call, and the values that decided it: a later round reads it
+        # again only where one of those values was dropped and solved anew (or the runs changed); a value still held
+        # is the one read then, which asking again would give (a solved value changes only when `forget` drops it)
+        known: dict[tuple[Expr, Ctx], tuple[list[Ctx], list[tuple[str, Ctx]], list[tuple[Any, Value]]]] = {}
         for _ in range(_ROUNDS):  # calls through values become call sites once their callees are solved
-            found: dict[str, list[tuple[Expr, Ctx]]] = {}
+            found: dict[str, dict[tuple[Expr, Ctx], None]] = {}  # callee -> its calls in order, each once
             for call, ctx in sites.dynamic_sites:
-                for run in self._runs(call, ctx):
-                    for atom in self._ask(("expr", call[1], run)):
-                        target = None
-                        if atom[0] == "G" and not self._unbound(call[1], atom[1], run):
-                            target = atom[1]
-                        elif atom[0] == "I" and atom[1] in self.package.classes and (called := self._called(atom[1])):
-                            target = f"{called[0]}.{called[1]}"  # its `__call__`
-                        # closures of one function made in several runs: one callee
-                        seen = found.setdefault(target, []) if target is not None else None
-                        if seen is not None and (call, run) not in seen:
-                            seen.append((call, run))
-            changed = sites.register(found)
+                runs = self._runs(call, ctx)
+                last = known.get((call, ctx))
+                if last is None or last[0] != runs or not all(self._known(key) is value for key, value in last[2]):
+                    asked: list[tuple[Any, Value]] = []
+                    last = known[(call, ctx)] = (runs, [(t, run) for run in runs for t in self._targets(call, run, asked)], asked)
+                for target, run in last[1]:
+                    found.setdefault(target, {})[(call, run)] = None  # closures of one function made in several runs: one callee
+            changed = sites.register({target: list(calls) for target, calls in found.items()})
             if not changed:
                 break
             for solver in (self, *sharing):
                 solver.forget([("sites", qual) for qual in changed])
                 solver._rounds.clear()
+
+    def _targets(self, call: Expr, run: Ctx, asked: list[tuple[Any, Value]]) -> Iterator[str]:
+        """What a call through a value calls in `run`: package functions, and the `__call__` of package objects. The
+        values asked for on the way are noted in `asked`."""
+        for atom in self._asked(("expr", call[1], run), asked):
+            if atom[0] == "G" and not self._unbound(call[1], atom[1], run, asked):
+                yield atom[1]
+            elif atom[0] == "I" and atom[1] in self.package.classes and (called := self._called(atom[1])):
+                yield f"{called[0]}.{called[1]}"  # its `__call__`
 
     def _called(self, cls: str) -> tuple[str, str] | None:
         """(module, scope) of the `__call__` an object of package class `cls` runs when called, where the package
@@ -444,14 +453,22 @@ class Solver(FixedPoint):
         module, facts = self.package.classes[owner]
         return module.module, f"{facts.name}.__call__"
 
-    def _unbound(self, callee: Expr, qual: str, run: Ctx) -> bool:
+    def _unbound(self, callee: Expr, qual: str, run: Ctx, asked: list[tuple[Any, Value]]) -> bool:
         """Whether `obj.method(...)` may run the method `qual` unbound (`Cls.method(obj, x)`): its arguments would
         bind one parameter off, so such a call is no call site of it (through instances only, it binds `self`)."""
         if callee[0] != "a" or callee[2][:1].isupper():
             return False
         scope = self._function_scope(qual)
         summary = self.scope(*scope) if scope is not None else None
-        return summary is not None and summary.method == "method" and any(a[0] != "I" for a in self._ask(("expr", callee[1], run)))
+        if summary is None or summary.method != "method":
+            return False
+        return any(a[0] != "I" for a in self._asked(("expr", callee[1], run), asked))
+
+    def _asked(self, key: Any, asked: list[tuple[Any, Value]]) -> Value:
+        """`_ask(key)`, noted with its value in `asked`."""
+        value = self._ask(key)
+        asked.append((key, value))
+        return value
 
     def _runs(self, call: Expr, ctx: Ctx) -> list[Ctx]:
         """Where a call through a value is solved: in a function that calls a parameter (`model_cls(**kwargs)` in

@@ -23,14 +23,14 @@ def fills_from_config(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if len(params) != 1 or node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
         return False
     inner = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    returns = [s for s in ast.walk(node) if isinstance(s, ast.Return)]
-    if len(inner) != 1 or not returns or not all(_is_name(r.value, inner[0].name) for r in returns if r.value is not None and not _inside(r, inner[0])):
+    if len(inner) != 1:  # checked first: this runs on every module function the index reads
         return False
-    return _Wrapper(inner[0]).fills_from_config()
-
-
-def _inside(node: ast.AST, function: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(function))
+    wrapper = inner[0]
+    own = {id(r) for r in ast.walk(wrapper) if isinstance(r, ast.Return)}
+    returns = [r for r in ast.walk(node) if isinstance(r, ast.Return) and id(r) not in own]
+    if not returns or not all(_is_name(r.value, wrapper.name) for r in returns):
+        return False
+    return _Wrapper(wrapper).fills_from_config()
 
 
 def _is_name(node: ast.AST | None, name: str) -> bool:

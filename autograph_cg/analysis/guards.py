@@ -34,6 +34,8 @@ _CONFLICTS = frozenset(
     {("is None", "is not None"), ("is None", "truthy"), ("falsy", "truthy"), ("is None", "passed false"), ("passed false", "truthy"),
      ("is None", "config false"), ("config false", "truthy")}
 )  # fmt: skip
+#: Tests of a flag a decorator may fill where the call leaves it out: the forward's default says nothing.
+_FILLED = ("passed false", "config false")
 _MAX_ALTERNATIVES = 8
 _MAX_TESTS = 4
 #: What a call passes for a parameter, in `CallRef.passes`: anything that is neither the caller's own
@@ -196,7 +198,7 @@ def holds(kind: str, value: object) -> bool:
         return value is None
     if kind == "is not None":
         return value is not None
-    if kind in ("passed false", "config false"):  # None: the config decides, not known here
+    if kind in _FILLED:  # None: what a decorator fills decides, not known here
         return value is not None and not value
     return bool(value) == (kind == "truthy")
 
@@ -276,7 +278,7 @@ def _carry(value: Expr, kind: str, out: set[Test], unless: list[tuple[Guard, ...
 
 def _holds_at_default(summary: ScopeSummary, name: str, kind: str) -> bool:
     default = summary.defaults.get(name)
-    return kind not in ("passed false", "config false") and default is not None and default[0] == "c" and holds(kind, default[1])
+    return kind not in _FILLED and default is not None and default[0] == "c" and holds(kind, default[1])
 
 
 def strict(alternatives: tuple[Guard, ...], from_config: Callable[[str], bool] = lambda name: False) -> tuple[Guard, ...]:

@@ -22,15 +22,19 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
+def _false_passed(value: Any) -> bool:
+    return value is not None and _flag(value) is False
+
+
 TESTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "is None": (lambda v: v is None, "is not None"),
     "is not None": (lambda v: v is not None, "is None"),
     "falsy": (lambda v: _flag(v) is False, "is not false"),
     "truthy": (lambda v: _flag(v) is True, "is not true"),
     # a decorated forward may fill what is left out (or passed as None): only a false value passed counts
-    "passed false": (lambda v: v is not None and _flag(v) is False, "is not passed as false"),
+    "passed false": (_false_passed, "is not passed as false"),
     # ... or, where its decorator fills it from the layer's config alone, a config value that is false
-    "config false": (lambda v: v is not None and _flag(v) is False, "is not passed as false and config.{} is not false"),
+    "config false": (_false_passed, "is not passed as false and config.{} is not false"),
 }
 #: Tests that a value left at its default fails, whatever the default.
 _PASSED_ONLY = frozenset({"passed false"})

@@ -21,7 +21,8 @@ every variant alike.
 `--generate`: greedy generation with the cache on (the configs' `use_cache` turned on), the rewritten model against
 itself with every wrapper undone: the tokens must be equal, and the guarded wrappers run eagerly with their reason.
 
-    python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--paired] [--json out]
+    python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--paired]
+        [--optimizer adamw|adamw-fused|sgd] [--json out]
     python3 bench/rewritten_gpu.py --rewritten /tmp/rw --models gpt2,llama --generate
 """
 
@@ -40,6 +41,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("eager", "rewritten", "rewritten+compile", "by hand", "whole+compile", "reduce-overhead")
 BATCH, SEQ, WARMUP, TIMED = 8, 128, 8, 20
+OPTIMIZERS = ("adamw", "adamw-fused", "sgd")
+OPTIMIZER_ENV = "AUTOGRAPH_CG_BENCH_OPTIMIZER"
+
+
+def optimizer(model: Any) -> Any:
+    """The training step's optimizer, the same for every variant; chosen by the parent's `--optimizer`.
+
+    ``adamw`` is torch's default AdamW (its multi-tensor path: host work per parameter on every step, which no graph
+    of the model removes), ``adamw-fused`` its one-kernel path, ``sgd`` plain SGD: the three show how much of a step
+    the optimizer holds once the model runs from graphs.
+    """
+    import torch
+
+    kind = os.environ.get(OPTIMIZER_ENV, "adamw")
+    if kind == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=1e-3)
+    return torch.optim.AdamW(model.parameters(), lr=1e-4, fused=kind == "adamw-fused")
 
 
 def build(name: str) -> tuple[Any, Any, str]:
@@ -95,7 +113,7 @@ def worker(name: str, variant: str, no_cache: bool = False) -> dict[str, Any]:
     if variant == "whole+compile":
         runtime.CUDAGraphedLayer(model, compile=True)
     step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt = optimizer(model)
 
     extra = {"use_cache": False} if no_cache else {}
 
@@ -178,7 +196,7 @@ def paired_worker(name: str, variants: list[str], no_cache: bool = False) -> lis
     for variant in variants:
         model = made(variant)
         step_model = torch.compile(model, mode="reduce-overhead") if variant == "reduce-overhead" else model
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        opt = optimizer(model)
 
         def train_step(step_model: Any = step_model, opt: Any = opt) -> float:
             opt.zero_grad(set_to_none=True)
@@ -272,12 +290,13 @@ def generate(rewritten: Path, models: list[str], timeout: int) -> list[dict[str,
 
 
 def run(rewritten: Path, models: list[str], variants: list[str], timeout: int, no_cache: bool = False,
-        paired: bool = False) -> list[dict[str, Any]]:
+        paired: bool = False, optimizer_kind: str = "adamw") -> list[dict[str, Any]]:
     rows = []
     for name in models:
         for variant in [",".join(variants)] if paired else variants:
             path = [str(rewritten)] if paired or variant.startswith("rewritten") else []
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT), os.environ.get("PYTHONPATH", "")])}
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                   OPTIMIZER_ENV: optimizer_kind}
             command = [sys.executable, __file__, "paired" if paired else "worker", name, variant]
             proc = subprocess.run(command + (["no-cache"] if no_cache else []), env=env, capture_output=True,
                                   text=True, timeout=timeout)
@@ -337,9 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pass-use-cache-false", action="store_true", help="every call passes use_cache=False")
     parser.add_argument("--paired", action="store_true", help="all variants of a model in one process, timed in turns")
     parser.add_argument("--generate", action="store_true", help="greedy generation with the cache on, against unwrapped")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="the training step's optimizer "
+                        "(default: torch's default AdamW)")
     args = parser.parse_args(argv)
     rows = generate(args.rewritten, args.models.split(","), args.timeout) if args.generate else run(args.rewritten, args.models.split(","), args.variants.split(","), args.timeout, args.pass_use_cache_false,
-               args.paired)
+               args.paired, args.optimizer)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

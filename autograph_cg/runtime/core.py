@@ -335,18 +335,20 @@ class Runner:
         return backend, device, ""
 
     def _read_parameters(self) -> list:
-        """The layer's parameters, re-read when the framework says any layer registered a new
-        parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
+        """The layer's parameters, re-read when the framework says a layer inside a wrapped layer registered
+        a new parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
         ``block.fc = nn.Linear(...)``, an adapter library putting its layers in place of the
         originals): a walk per call would cost more than the replay."""
         epoch = self.ops.structure_epoch()
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = self.ops.state(self.layer)
+            sublayers = self.ops.sublayers(self.layer)
+            self.ops.watch(sublayers)
             self._ids = (
                 tuple(map(id, self._params)),
                 tuple(map(id, self._buffers)),
-                tuple(map(id, self.ops.sublayers(self.layer))),  # a sublayer replaced by one without parameters
+                tuple(map(id, sublayers)),  # a sublayer replaced by one without parameters
             )
             self._epoch = epoch
         return self._params

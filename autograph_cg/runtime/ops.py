@@ -46,7 +46,8 @@ class Ops(Protocol):
     def meta(self, t: Any) -> tuple: ...
     def context(self) -> tuple: ...  # starts with whether grad mode is on
     def saved_tensor_hooks(self) -> bool: ...  # hooks pack what autograd saves (non-reentrant checkpointing)
-    def structure_epoch(self) -> int: ...  # changes whenever any layer registers a parameter, buffer or sublayer
+    def structure_epoch(self) -> int: ...  # changes when a watched layer registers a parameter, buffer or sublayer
+    def watch(self, layers: list) -> None: ...  # count registrations on these layers (structure.py)
     def sublayers(self, layer: Any) -> list: ...  # the layer and every layer below it
     def state(self, layer: Any) -> list: ...  # what forward may change in place besides parameters: buffers
     def compile(self, forward: Callable[..., Any], options: Any) -> Callable[..., Any]: ...  # the framework's compiler

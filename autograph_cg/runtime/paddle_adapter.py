@@ -15,7 +15,7 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
-from . import graphed
+from . import graphed, structure
 from .chains import ChainLayer
 from .core import Runner, Slot, replay_backward, replay_forward
 from .ops import DeviceGraph
@@ -48,11 +48,9 @@ def _flag(name: str) -> Any:
 
 
 class _Structure:
-    """Counts sublayers, parameters and buffers set, added or removed on any layer of the process,
-    so a wrapper re-reads its layer's parameters only after one. Paddle has no registration hooks
-    (PyTorch's adapter uses those): its layer class's own methods for that are counted instead."""
+    """Reports sublayers, parameters and buffers set, added or removed on a layer (structure.py). Paddle has
+    no registration hooks (PyTorch's adapter uses those): its layer class's own methods for that are counted."""
 
-    epoch = 0
     _layer_types: tuple = ()
 
     @classmethod
@@ -64,11 +62,11 @@ class _Structure:
 
         def __setattr__(self: Any, name: str, value: Any) -> None:
             if isinstance(value, cls._layer_types) or name in (self.__dict__.get("_buffers") or ()):
-                cls.epoch += 1
+                structure.bump(self)
             setattr_(self, name, value)
 
         def __delattr__(self: Any, name: str) -> None:
-            cls.epoch += 1
+            structure.bump(self)
             delattr_(self, name)
 
         layer.__setattr__, layer.__delattr__ = functools.wraps(setattr_)(__setattr__), functools.wraps(delattr_)(__delattr__)
@@ -78,9 +76,9 @@ class _Structure:
     @classmethod
     def _counted(cls, method: Any) -> Any:
         @functools.wraps(method)
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            cls.epoch += 1
-            return method(*args, **kwargs)
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            structure.bump(self)
+            return method(self, *args, **kwargs)
 
         return counted
 
@@ -201,7 +199,9 @@ class PaddleOps:
         return _SavedHooks.active
     @staticmethod
     def structure_epoch() -> int:
-        return _Structure.epoch
+        return structure.epoch
+
+    watch = staticmethod(structure.watch)
 
     sublayers = staticmethod(lambda layer: layer.sublayers(include_self=True))
     # Batch-norm statistics are parameters that take no gradient, changed in place by forward.

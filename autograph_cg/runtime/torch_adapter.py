@@ -19,7 +19,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree
 
-from . import graphed
+from . import graphed, structure
 from .chains import ChainLayer
 from .core import Runner, Slot, replay_backward, replay_forward
 from .ops import DeviceGraph
@@ -43,19 +43,8 @@ _will_execute = torch._C._will_engine_execute_node
 _top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
-class _Structure:
-    """Counts registrations of parameters, buffers and submodules in any module of the process, so a
-    wrapper re-reads its layer's parameters only after one (a counter, nothing changed)."""
-
-    epoch = 0
-
-    @classmethod
-    def bump(cls, *args: Any) -> None:
-        cls.epoch += 1
-
-
 for _register in ("parameter", "buffer", "module"):
-    getattr(torch.nn.modules.module, f"register_module_{_register}_registration_hook")(_Structure.bump)
+    getattr(torch.nn.modules.module, f"register_module_{_register}_registration_hook")(structure.bump)
 
 
 def _autocast_state() -> tuple:
@@ -326,7 +315,9 @@ class TorchOps:
 
     @staticmethod
     def structure_epoch() -> int:
-        return _Structure.epoch
+        return structure.epoch
+
+    watch = staticmethod(structure.watch)
 
     sublayers = staticmethod(lambda layer: list(layer.modules()))
     state = staticmethod(lambda layer: list(layer.buffers()))

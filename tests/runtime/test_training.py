@@ -233,6 +233,23 @@ def test_parameter_grads_are_stored_a_group_at_a_time(fw):
     assert max(sizes) < n_params / 2 and len(sizes) >= 4  # in groups, not all at once
 
 
+def test_layers_built_outside_wrapped_layers_leave_the_parameter_lists_alone(fw):
+    """A model that builds a layer in its forward (a loss layer registers its buffer on every call) must not
+    make every wrapper walk its layer again on every call; a registration inside a wrapped layer still does."""
+    wrapped = fw.wrap(fw.build("MLP", D), num_warmup_steps=0)
+    run(fw, wrapped, randn(B, D))
+    runner = runner_of(wrapped)
+    read = runner._params
+    for _ in range(3):
+        fw.build("MLP", D)  # registers parameters on layers no wrapper holds
+        run(fw, wrapped, randn(B, D))
+    assert runner._params is read
+    wrapped.extra = fw.build("MLP", D)  # a sublayer registered on the wrapped layer
+    run(fw, wrapped, randn(B, D))
+    assert runner._params is not read and len(runner._params) == 2 * len(read)
+    assert stats_of(wrapped)["recaptures"] == 1
+
+
 def test_replaced_parameters_and_sublayers_are_recaptured(torch_fw):
     """A checkpoint loaded by assignment or a replaced sublayer puts new parameter objects in the
     layer: the replays use them and their grads, as eager does."""

@@ -97,6 +97,10 @@ def _is_none(default: ast.expr | None) -> bool:
     return isinstance(default, ast.Constant) and default.value is None
 
 
+def _is_name(node: ast.expr | None, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
 def _is_sequence(annotation: ast.expr | None) -> bool:
     """`Tuple[...]`, `Optional[List[...]]`, `dict[str, Tensor] | None`: a container (or None), never a tensor."""
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
@@ -554,6 +558,9 @@ class FunctionContext:
             self.params.discard(name)
             return
         under = self.active
+        if self._filled_from_config(name, value):  # false as "config false" says; any other test: as passed
+            self.unless[name] = (((name, "config false"),), ((name, "is not None"),))
+            return
         if isinstance(value, ast.IfExp) and any(isinstance(a, ast.Name) and a.id == name for a in (value.body, value.orelse)):
             keeps = isinstance(value.body, ast.Name) and value.body.id == name  # the name where the test holds
             under = under + (self._condition(value.test, keeps),)  # type: ignore[operator]
@@ -574,6 +581,27 @@ class FunctionContext:
         if not self.unless[name]:
             self.params.discard(name)
             del self.unless[name]
+
+    def _filled_from_config(self, name: str, value: ast.expr | None) -> bool:
+        """`use_cache = use_cache if use_cache is not None else self.config.use_cache`, first thing done to an argument
+        that defaults to None, in no branch, in the layer's own method: the name is false exactly where the call passes
+        a false value or leaves it out (or passes None) and the layer's config holds a false one, the guard test
+        "config false", which the runtime checks on the wrapped layer's config."""
+        if not (isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1):
+            return False
+        if self.active or name not in self.optional or name in self.unless or name in self.fixed:
+            return False
+        if self.cls is None or self.scope_name != self.qualname or "config" in self.writes_self:
+            return False
+        test, op = value.test, value.test.ops[0]
+        if not (_is_name(test.left, name) and _is_none(test.comparators[0]) and isinstance(op, (ast.Is, ast.IsNot))):
+            return False
+        kept, filled = (value.body, value.orelse) if isinstance(op, ast.IsNot) else (value.orelse, value.body)
+        config = filled.value if isinstance(filled, ast.Attribute) else None
+        return (
+            _is_name(kept, name) and isinstance(filled, ast.Attribute) and filled.attr == name
+            and isinstance(config, ast.Attribute) and config.attr == "config" and _is_name(config.value, "self")
+        )  # fmt: skip
 
     def bind_params(self, args: ast.arguments, is_method: bool) -> None:
         positional = args.posonlyargs + args.args

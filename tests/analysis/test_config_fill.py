@@ -154,3 +154,82 @@ def test_a_forward_so_decorated_is_guarded_by_its_config_where_its_own_default_i
 def test_a_decorator_filling_a_true_value_keeps_the_strict_guard(tmp_path: Path) -> None:
     guards = _guards(tmp_path, FROM_CONFIG.replace("value = False", "value = True"))
     assert guards["Model"] == (("past_key_values", "is None"), ("use_cache", "passed false"))
+
+
+#: Forwards that fill the flag themselves, first thing, from the layer's config (no decorator).
+BODY = """import torch
+from torch.nn import Module, Linear
+
+
+class Cache:
+    def __init__(self):
+        self.seen = []
+
+    def update(self, q):
+        self.seen.append(q)
+        return q
+
+
+class Model(Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.q = Linear(4, 4)
+
+    def forward(self, x, past_key_values=None, use_cache=None):
+        use_cache = FILL
+        if use_cache and past_key_values is None:
+            past_key_values = Cache()
+        q = self.q(x)
+        if use_cache:
+            q = past_key_values.update(q)
+        return q
+
+
+class Head(Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Model(config)
+
+    def forward(self, x, use_cache=None):
+        return self.model(x, use_cache=use_cache)
+"""
+
+
+@pytest.mark.parametrize(
+    ("fill", "want"),
+    [
+        ("use_cache if use_cache is not None else self.config.use_cache", "config false"),
+        ("self.config.use_cache if use_cache is None else use_cache", "config false"),
+        # another setting than the argument's own name, or another object's config: only a value passed counts
+        ("use_cache if use_cache is not None else self.config.cache_on", "passed false"),
+        ("use_cache if use_cache is not None else self.other.use_cache", "passed false"),
+        ("use_cache if use_cache else self.config.use_cache", None),
+    ],
+)
+def test_a_forward_filling_its_flag_from_its_config_is_guarded_by_it(tmp_path: Path, fill: str, want: str | None) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(BODY.replace("FILL", fill))
+    plan = analyze([str(pkg)], Options(use_cache=False, jobs=1)).plan
+    guards = {q.removeprefix("pkg.m."): v.guard for q, v in plan.verdicts.items()}
+    assert guards["Model"] == ((("use_cache", want),) if want else ())
+    if want:  # the caller's wrapper would read the caller's config, not the model's
+        assert guards["Head"] == (("use_cache", "passed false"),)
+
+
+def test_a_filled_flag_in_a_branch_or_with_a_true_default_keeps_the_strict_guard(tmp_path: Path) -> None:
+    source = BODY.replace("FILL", "use_cache if use_cache is not None else self.config.use_cache")
+    shapes = [
+        source.replace("use_cache=None):\n        use_cache =", "use_cache=True):\n        use_cache ="),
+        source.replace("        use_cache = use_cache if", "        if x is not None:\n            use_cache = use_cache if"),
+    ]
+    for i, shape in enumerate(shapes):
+        pkg = tmp_path / f"pkg{i}"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text("")
+        (pkg / "m.py").write_text(shape)
+        plan = analyze([str(pkg)], Options(use_cache=False, jobs=1)).plan
+        guard = plan.verdicts[f"pkg{i}.m.Model"].guard
+        assert ("use_cache", "config false") not in guard, (i, guard)

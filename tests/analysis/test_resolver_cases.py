@@ -3205,6 +3205,72 @@ class Rewritten({Layer}):
 """},
         {"models.zoo.Left": "eligible", "models.zoo.Right": "conditional", "models.zoo.Odd": "ineligible", "models.zoo.Rewritten": "unknown"},
     ),
+    # a framework function reached as a value and called is judged by the rules that decide on its name and on what
+    # that call passes (`where` with one argument), at the call; under a default-off setting it is conditional
+    "framework-function-held-as-a-value": (
+        {"m.py": """import {fw}
+import {F} as F
+from {nn} import {Layer}
+
+PICKS = {{"relu": F.relu, "nonzero": {fw}.nonzero}}
+
+
+class Activated({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = F.relu
+        self.pick = getattr({fw}, "where")
+
+    def forward(self, x):
+        return self.pick(x > 0, self.act(x), x)
+
+
+class Held({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.op = {fw}.nonzero
+
+    def forward(self, x):
+        return self.op(x)
+
+
+class Named({Layer}):
+    def __init__(self, name="unique"):
+        super().__init__()
+        self.op = getattr({fw}, name)
+
+    def forward(self, x):
+        return self.op(x)
+
+
+class Looked({Layer}):
+    def forward(self, x):
+        return PICKS["nonzero"](x)
+
+
+class OneArgument({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.pick = getattr({fw}, "where")
+
+    def forward(self, x):
+        return self.pick(x > 0)
+
+
+class Sparse({Layer}):
+    def __init__(self, sparse=False):
+        super().__init__()
+        self.sparse = sparse
+        self.op = {fw}.nonzero
+
+    def forward(self, x):
+        if self.sparse:
+            return self.op(x)
+        return x
+"""},
+        {"m.Activated": "eligible", "m.Held": "ineligible", "m.Named": "ineligible", "m.Looked": "ineligible",
+         "m.OneArgument": "ineligible", "m.Sparse": "conditional"},
+    ),
 }
 
 

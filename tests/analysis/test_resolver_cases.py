@@ -3271,6 +3271,56 @@ class Sparse({Layer}):
         {"m.Activated": "eligible", "m.Held": "ineligible", "m.Named": "ineligible", "m.Looked": "ineligible",
          "m.OneArgument": "ineligible", "m.Sparse": "conditional"},
     ),
+    # `getattr(F, name)` of a name not solved may be any function of that module: unknown. A setting annotated as a
+    # string with a default, of a config the loader builds (no call seen passes it), names its default in the default
+    # build, and a layer's string parameter what its builds pass: other values are another configuration
+    "getattr-of-a-framework-module-by-a-setting": (
+        {"m.py": """import {F} as F
+from {nn} import {Layer}
+
+
+class Config:
+    def __init__(self, hidden_act: str = "gelu"):
+        self.hidden_act = hidden_act
+
+
+class Head({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.act = getattr(F, config.hidden_act)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class AnyActivation({Layer}):
+    def __init__(self, name: str):
+        super().__init__()
+        self.act = getattr(F, name)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Gated({Layer}):
+    def __init__(self, act: str = "relu"):
+        super().__init__()
+        self.act = getattr(F, act)
+
+    def forward(self, x):
+        return self.act(x) * x
+
+
+class Block({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.gate = Gated(config.hidden_act)
+
+    def forward(self, x):
+        return self.gate(x)
+"""},
+        {"m.Head": "conditional", "m.AnyActivation": "unknown", "m.Gated": "conditional", "m.Block": "conditional"},
+    ),
 }
 
 

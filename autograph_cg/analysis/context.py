@@ -918,17 +918,10 @@ class FunctionContext:
         if root == "builtins" and "." not in rest:  # `from builtins import range as steps`
             return self._call_builtin(node, rest, tensor_in)
         short = qual.rsplit(".", 1)[-1]
-        rules = DISPATCH.functions.get(qual)
         detail = self.module.snippet(node.func) + "()"
-        if rules:
-            self._match(rules, node, detail, qual)
-        for prefix, prefixed in DISPATCH.prefixes:
-            if qual.startswith(prefix):
-                self._match(prefixed, node, detail, qual)
+        for rule, name in DISPATCH.named(qual):
+            self._match((rule,), node, detail, name)
         if root in fw.FRAMEWORKS:
-            op_rules = DISPATCH.ops.get(short)
-            if op_rules:
-                self._match(op_rules, node, detail, short)
             if fw.returns_host(qual):
                 return HOST
             if fw.layer_kind(qual) in ("known", "container", "framework") and short[:1].isupper() and ".nn." in qual + ".":

@@ -26,6 +26,8 @@ from autograph_cg.analysis.resolver.summaries import ITEMS, reads_self
 from autograph_cg.analysis.resolver.values import Value
 from autograph_cg.analysis.verdicts import Guard, Guarded, Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
+from autograph_cg.rules.base import Rule
+from autograph_cg.rules.dispatch import DISPATCH
 from autograph_cg.rules.registry import RULES
 
 MAX_REASONS = 8
@@ -787,8 +789,10 @@ class Package:
                 self._external_layer(qual, result, call, module, call.span.line, step)
             else:
                 result.kernels += 1  # a framework function stored or passed: one op
+                self._value_rules(qual, call, module, result, step)
             return
         if fw.is_host(qual):
+            self._value_rules(qual, call, module, result, step)
             return
         if qual in self.optional:  # the default, without it installed, is the package's own fallback
             found = _Result()
@@ -898,13 +902,27 @@ class Package:
 
     def _hazard(self, entry: Layer, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str) -> None:
         """A framework layer whose forward has a definite hazard (`Layer.hazard`): the parent is ineligible by that
-        rule, as if its forward held the finding; a side effect (AG4xx, a frozen random draw) no condition waives."""
+        rule, as if its forward held the finding."""
         rule = RULES[entry.hazard]
-        message = f"{rule.message.format(detail=entry.name)}: {entry.note}"
+        self._found(rule, f"{rule.message.format(detail=entry.name)}: {entry.note}", call, module, line, result, step)
+
+    def _value_rules(self, qual: str, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
+        """A framework or host library function reached as a value and called (`self.op = torch.nonzero`, then
+        `self.op(x)`): the rules that match its name and decide on what such a call shows (`Rule.fires_on_value`)
+        find it at this call, as the walk finds `torch.nonzero(x)`."""
+        for rule, name in DISPATCH.named(qual):
+            if self.keep(rule.code) and rule.fires_on_value(name, call.passes):  # as a walk's finding: ignored, no hazard
+                message = f"{rule.message.format(detail=call.text + '()')}: `{call.text}` is `{qual}`"
+                self._found(rule, message, call, module, call.span.line, result, step)
+
+    def _found(self, rule: Rule, message: str, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str) -> None:
+        """A hazard that the call itself is, with no body of the package to walk: a finding at the call, and a blocking
+        one makes the caller ineligible; a side effect (AG4xx, a frozen random draw) no condition waives."""
         if call is not None and self.keep(rule.code):
             self.ledger.add(("finding", Finding(module.path, call.span, rule.code, message, step.split(" → ")[0])))
-        hard = not rule.code.startswith(_WAIVABLE)
-        result.absorb(Status.INELIGIBLE, [Reason((), rule.code, message, module.path, line)], step, hard=hard)
+        if rule.blocks:
+            hard = not rule.code.startswith(_WAIVABLE)
+            result.absorb(Status.INELIGIBLE, [Reason((), rule.code, message, module.path, line)], step, hard=hard)
 
     def _unresolved(self, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
         self._unknown("AG901", call.text, call, module, call.span.line, result, step)

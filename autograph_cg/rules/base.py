@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
+from autograph_cg.analysis.resolver.summaries import Expr
 from autograph_cg.findings import Severity
 
 
@@ -51,6 +52,12 @@ Check = Callable[[RuleContext, ast.AST], Iterator[tuple[ast.AST, str]]]
 #: A guard decides whether a matched call really is the hazard (e.g. `where` with one argument only). It gets
 #: the name the call matched as: the short op or method name, or the qualified function, never the local alias.
 Guard = Callable[[RuleContext, ast.Call, str], bool]
+#: What a call of a function reached as a value passes (`CallRef.passes`): by position or keyword (None for `**x`),
+#: each a constant `("c", v)`, a parameter of the caller `("n", p)`, a spread `("*",)` or anything else `("?",)`.
+Passes = tuple[tuple[int | str | None, Expr], ...]
+#: A guard for a function reached as a value (`self.op = torch.where`, then `self.op(x)`): the call's syntax is not
+#: the function's name there, so it decides from the name matched and what the call passes.
+ValueGuard = Callable[[str, Passes], bool]
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,10 @@ class Rule:
     prefixes: tuple[str, ...] = ()  # qualified-name prefixes ("random.", "torch.distributed.")
     builtins: tuple[str, ...] = ()  # Python builtins called with a tensor argument
     guard: Guard | None = None
+    # For a function reached as a value and called (`self.op = torch.nonzero`, then `self.op(x)`): whether the rule
+    # fires there. None: a rule without a guard fires on the name alone; one whose guard reads what only the call's
+    # syntax shows (a tensor where a size is expected) is not applied there (`fires_on_value`).
+    on_value: ValueGuard | None = None
     # Structural check for the node types it names, or for one of the walk's hook points:
     # "self-write" (target `self.x`), "global-write", "subscript-write", "container-mutation", "format-call",
     # "layer-method" (its `methods` called on a layer, e.g. `self.create_parameter`), "class" (run by the index
@@ -90,6 +101,22 @@ class Rule:
     def blocks(self) -> bool:
         return self.severity is Severity.ERROR and self.family.blocks
 
+    def _on_values(self) -> str:
+        """What the rule does with a function it names that is reached as a value, for the docs."""
+        if not (self.ops or self.functions or self.prefixes):
+            return ""
+        if self.guard is None or self.on_value is not None:
+            return (" A function it names that is reached as a value (`self.op = <function>`, `getattr(<module>, \"<name>\")`)"
+                    " is found where that value is called, from what that call passes.")
+        return (" A function it names that is reached as a value (`self.op = <function>`, then `self.op(...)`) is not "
+                "checked: what decides the rule is not seen in such a call.")
+
+    def fires_on_value(self, name: str, passes: Passes) -> bool:
+        """Whether a call of a function reached as a value that this rule matches by `name` is its hazard."""
+        if self.on_value is not None:
+            return self.on_value(name, passes)
+        return self.guard is None
+
     def docs(self, heading: int = 1) -> str:
         """The rule's documentation in fixed sections; `explain`, docs pages and SARIF all render this text."""
         title, section = "#" * heading, "#" * (heading + 1)
@@ -103,7 +130,7 @@ class Rule:
                "(`autograph-cg explain conditional`)." if self.blocks and self.family.prefix in ("AG1", "AG2", "AG3") else ""),
             "",
             f"{section} What it does",
-            self.what.strip(),
+            self.what.strip() + self._on_values(),
             "",
             f"{section} Why it breaks a CUDA graph",
             self.why.strip(),

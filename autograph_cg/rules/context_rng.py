@@ -19,6 +19,11 @@ _COLLECTIVES = frozenset(
 
 
 def _collective(ctx: RuleContext, call: ast.Call, name: str) -> bool:
+    return _collective_name(name)
+
+
+def _collective_name(name: str) -> bool:
+    """A collective by its name alone: so whether called as written or through a value."""
     return name.rsplit(".", 1)[-1] in _COLLECTIVES
 
 
@@ -89,6 +94,7 @@ RULES = (
         instead="# keep communication at layer boundaries, or verify capture on every rank",
         prefixes=("torch.distributed.", "paddle.distributed."),
         guard=_collective,
+        on_value=lambda name, passes: _collective_name(name),
         invalid=(
             "torch: torch.distributed.all_reduce(x)\ny = x",
             "paddle: paddle.distributed.all_reduce(x)\ny = x",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Iterator
 
-from autograph_cg.analysis.frameworks import HOST_LIBRARIES
+from autograph_cg.analysis.frameworks import FRAMEWORKS, HOST_LIBRARIES
 from autograph_cg.rules.base import Rule
 from autograph_cg.rules.registry import ALL_RULES
 
@@ -28,6 +29,21 @@ class Dispatch:
     container_mutations: tuple[Rule, ...]
     format_calls: tuple[Rule, ...]
     external_roots: frozenset[str]
+
+    def named(self, qual: str) -> Iterator[tuple[Rule, str]]:
+        """The rules a call of the function `qual` (qualified) matches, each with the name it matches by: the exact
+        function, a prefix (both by `qual`), or a framework op by its short name. The walk asks for calls written so,
+        the verdict pass for a function reached as a value."""
+        for rule in self.functions.get(qual, ()):
+            yield rule, qual
+        for prefix, prefixed in self.prefixes:
+            if qual.startswith(prefix):
+                for rule in prefixed:
+                    yield rule, qual
+        if qual.split(".", 1)[0] in FRAMEWORKS:
+            short = qual.rsplit(".", 1)[-1]
+            for rule in self.ops.get(short, ()):
+                yield rule, short
 
 
 def build(rules: tuple[Rule, ...]) -> Dispatch:

@@ -7,8 +7,8 @@ from typing import Iterator
 
 from autograph_cg.findings import Severity
 from autograph_cg.analysis.kinds import BOOL_TENSOR
-from autograph_cg.rules.base import DYNAMIC_SHAPE, Rule, RuleContext
-from autograph_cg.rules.matchers import argument, is_method_form, keyword
+from autograph_cg.rules.base import DYNAMIC_SHAPE, Passes, Rule, RuleContext
+from autograph_cg.rules.matchers import argument, is_method_form, keyword, spreads
 
 
 _SHAPE_WHY = (
@@ -22,6 +22,11 @@ def _where_one_argument(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     if is_method_form(ctx, call):
         return False
     return len(call.args) + len(call.keywords) == 1
+
+
+def _one_argument_passed(name: str, passes: Passes) -> bool:
+    """`where` reached as a value and called with one argument, or with a spread that may be one."""
+    return len(passes) == 1 or spreads(passes)
 
 
 def _tensor_repeats(ctx: RuleContext, call: ast.Call, name: str) -> bool:
@@ -55,7 +60,15 @@ RULES = (
         instead="first = paddle.argmax((probs > p).astype('int32'), axis=-1)  # fixed shape",
         known_problems="`torch.nonzero_static(x, size=n)` has a fixed shape and is not flagged.",
         ops=("nonzero", "argwhere"),
-        invalid=("idx = (x > 0).nonzero()", "torch: idx = torch.nonzero(x)", "paddle: idx = paddle.nonzero(x)"),
+        invalid=(
+            "idx = (x > 0).nonzero()",
+            "torch: idx = torch.nonzero(x)",
+            "paddle: idx = paddle.nonzero(x)",
+            "torch: find = torch.nonzero\nidx = find(x)",
+            "paddle: find = getattr(paddle, 'nonzero')\nidx = find(x)",
+            "torch: class Case(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.find = torch.argwhere\n"
+            "    def forward(self, x):\n        return self.find(x)\n",
+        ),
         valid=("torch: idx = torch.nonzero_static(x, size=4)", "idx = x.argmax(-1)"),
     ),
     Rule(
@@ -70,16 +83,21 @@ RULES = (
         instead="y = paddle.where(mask, x, paddle.zeros_like(x))  # three-argument form keeps the shape",
         ops=("where",),
         guard=_where_one_argument,
+        on_value=_one_argument_passed,
         invalid=(
             "paddle: rows = paddle.where(x > 0)",
             "torch: rows = torch.where(x > 0)",
             "torch: from torch import where as pick\nrows = pick(x > 0)",
             "paddle: import paddle as pd\nrows = pd.where(x > 0)",
+            "torch: pick = torch.where\nrows = pick(x > 0)",
+            "paddle: pick = paddle.where\nrows = pick(*[x > 0])",
         ),
         valid=(
             "paddle: y = paddle.where(x > 0, x, 0.0)",
             "torch: y = torch.where(x > 0, x, 0.0)",
             "torch: from torch import where as pick\ny = pick(x > 0, x, 0.0)",
+            "torch: pick = torch.where\ny = pick(x > 0, x, 0.0)",
+            "paddle: pick = paddle.where\ny = pick(x > 0, x, 0.0)",
         ),
     ),
     Rule(
@@ -122,7 +140,7 @@ RULES = (
         example="experts = paddle.unique(expert_ids)",
         instead="counts = F.one_hot(expert_ids, num_experts).sum(0)  # fixed size: one slot per possible value",
         ops=("unique", "unique_consecutive"),
-        invalid=("u = x.unique()",),
+        invalid=("u = x.unique()", "torch: distinct = torch.unique\nu = distinct(x)"),
         valid=("u = x.sort()",),
     ),
     Rule(

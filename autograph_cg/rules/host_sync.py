@@ -7,7 +7,7 @@ from typing import Iterator
 
 from autograph_cg.findings import Severity
 from autograph_cg.rules import host_values
-from autograph_cg.rules.base import HOST_SYNC, Rule, RuleContext
+from autograph_cg.rules.base import HOST_SYNC, Passes, Rule, RuleContext
 from autograph_cg.rules.matchers import (
     any_arg_tensor,
     argument,
@@ -16,6 +16,7 @@ from autograph_cg.rules.matchers import (
     is_true,
     keyword,
     names_cpu,
+    spreads,
 )
 
 
@@ -88,6 +89,12 @@ def _not_a_tensor_copy(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     """`paddle.to_tensor(x)` / `torch.as_tensor(x)` of a tensor copies on device; of host data it uploads."""
     data = argument(call, 0, "data")
     return data is not None and not ctx.is_tensor(data)
+
+
+def _data_passed(name: str, passes: Passes) -> bool:
+    """`_not_a_tensor_copy` for a function reached as a value: whether its data is a tensor is not seen there, so
+    data passed is read as host data, as the walk reads an argument of unknown kind."""
+    return any(key in (0, "data") for key, _ in passes) or spreads(passes)
 
 
 def _to_cuda(ctx: RuleContext, call: ast.Call, name: str) -> bool:
@@ -237,10 +244,12 @@ RULES = (
         functions=("paddle.to_tensor", "torch.tensor", "torch.as_tensor", "torch.from_numpy", "paddle.assign"),
         methods=("cuda",),
         guard=lambda ctx, call, name: _to_cuda(ctx, call, name) or _not_a_tensor_copy(ctx, call, name),
+        on_value=_data_passed,
         invalid=(
             "paddle: pos = paddle.to_tensor(list(range(x.shape[1])))",
             "torch: pos = torch.tensor([0, 1, 2], device=x.device)",
             "y = x.cuda()",
+            "paddle: upload = paddle.to_tensor\npos = upload(x)",
         ),
         valid=("paddle: y = paddle.to_tensor(x)", "torch: y = torch.as_tensor(x)", "pos = x.new_zeros(3)"),
     ),

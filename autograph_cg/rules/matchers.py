@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from autograph_cg.rules.base import RuleContext
+from autograph_cg.analysis.guards import SPREAD
+from autograph_cg.rules.base import Passes, RuleContext
 
 
 def keyword(call: ast.Call, name: str) -> ast.expr | None:
@@ -32,6 +33,11 @@ def first_arg_tensor(ctx: RuleContext, call: ast.Call) -> bool:
 
 def any_arg_tensor(ctx: RuleContext, call: ast.Call) -> bool:
     return any(ctx.holds_tensor(a) for a in call.args) or any(ctx.holds_tensor(k.value) for k in call.keywords)
+
+
+def spreads(passes: Passes) -> bool:
+    """A call through a value that passes `*xs` or `**kw`: how many arguments it gives, and which, cannot be told."""
+    return any(key is None or value == SPREAD for key, value in passes)
 
 
 def is_true(node: ast.expr | None) -> bool:

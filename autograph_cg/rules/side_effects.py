@@ -7,7 +7,7 @@ from typing import Iterator
 
 from autograph_cg.analysis.frameworks import PARAMETERLESS, layer_kind
 from autograph_cg.findings import Severity
-from autograph_cg.rules.base import SIDE_EFFECTS, Rule, RuleContext
+from autograph_cg.rules.base import SIDE_EFFECTS, Passes, Rule, RuleContext
 
 
 _REPLAY_WHY = (
@@ -59,6 +59,13 @@ def _host_draw(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     if not name.startswith("torch."):
         return True
     return not any(k.arg is None or (k.arg == "device" and not _is_none(k.value)) for k in call.keywords)
+
+
+def _host_draw_passed(name: str, passes: Passes) -> bool:
+    """`_host_draw` for a random factory reached as a value: no `device` passed (a `**kw` may pass one)."""
+    if not name.startswith("torch."):
+        return True
+    return not any(key is None or (key == "device" and value != ("c", None)) for key, value in passes)
 
 
 def _is_none(node: ast.expr) -> bool:
@@ -180,11 +187,15 @@ RULES = (
         prefixes=("random.", "numpy.random."),
         functions=("torch.rand", "torch.randn", "torch.randint", "torch.randperm"),
         guard=_host_draw,
+        on_value=_host_draw_passed,
         invalid=(
             "import random\np = random.random()\ny = x * p",
             "p = np.random.rand()\ny = x * p",
             "torch: order = torch.randperm(4)\ny = x[:, order]",
             "torch: noise = torch.randn(x.shape).to(x.device)\ny = x + noise",
+            "import random\ndraw = random.choice\ny = draw(x)",
+            "torch: class Case(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.draw = torch.randperm\n"
+            "    def forward(self, x):\n        return x[:, self.draw(x.shape[1])]\n",
             "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = "
             "nn.Dropout2D(0.1)\n    def forward(self, x):\n        return self.drop(x)\n",
         ),
@@ -193,6 +204,8 @@ RULES = (
             "paddle: y = paddle.rand(x.shape)",
             "torch: order = torch.randperm(4, device=x.device)\ny = x[:, order]",
             "torch: y = x + torch.randn(x.shape, **where)",
+            "torch: class Case(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.draw = torch.randperm\n"
+            "    def forward(self, x):\n        return x[:, self.draw(x.shape[1], device=x.device)]\n",
             "paddle: class Case(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = "
             "nn.Dropout(0.1)\n    def forward(self, x):\n        return self.drop(x)\n",
         ),
@@ -225,6 +238,7 @@ RULES = (
         builtins=("print",),
         methods=("info", "debug", "warning", "warn", "error", "exception", "critical"),
         guard=_logging,
+        on_value=lambda name, passes: True,  # a qualified name reached as a value: a logging or warnings function
         invalid=(
             'print("step")\ny = x',
             'import logging\nlogging.info("x")\ny = x',

@@ -3205,6 +3205,122 @@ class Rewritten({Layer}):
 """},
         {"models.zoo.Left": "eligible", "models.zoo.Right": "conditional", "models.zoo.Odd": "ineligible", "models.zoo.Rewritten": "unknown"},
     ),
+    # a framework function reached as a value and called is judged by the rules that decide on its name and on what
+    # that call passes (`where` with one argument), at the call; under a default-off setting it is conditional
+    "framework-function-held-as-a-value": (
+        {"m.py": """import {fw}
+import {F} as F
+from {nn} import {Layer}
+
+PICKS = {{"relu": F.relu, "nonzero": {fw}.nonzero}}
+
+
+class Activated({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.act = F.relu
+        self.pick = getattr({fw}, "where")
+
+    def forward(self, x):
+        return self.pick(x > 0, self.act(x), x)
+
+
+class Held({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.op = {fw}.nonzero
+
+    def forward(self, x):
+        return self.op(x)
+
+
+class Named({Layer}):
+    def __init__(self, name="unique"):
+        super().__init__()
+        self.op = getattr({fw}, name)
+
+    def forward(self, x):
+        return self.op(x)
+
+
+class Looked({Layer}):
+    def forward(self, x):
+        return PICKS["nonzero"](x)
+
+
+class OneArgument({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.pick = getattr({fw}, "where")
+
+    def forward(self, x):
+        return self.pick(x > 0)
+
+
+class Sparse({Layer}):
+    def __init__(self, sparse=False):
+        super().__init__()
+        self.sparse = sparse
+        self.op = {fw}.nonzero
+
+    def forward(self, x):
+        if self.sparse:
+            return self.op(x)
+        return x
+"""},
+        {"m.Activated": "eligible", "m.Held": "ineligible", "m.Named": "ineligible", "m.Looked": "ineligible",
+         "m.OneArgument": "ineligible", "m.Sparse": "conditional"},
+    ),
+    # `getattr(F, name)` of a name not solved may be any function of that module: unknown. A setting annotated as a
+    # string with a default, of a config the loader builds (no call seen passes it), names its default in the default
+    # build, and a layer's string parameter what its builds pass: other values are another configuration
+    "getattr-of-a-framework-module-by-a-setting": (
+        {"m.py": """import {F} as F
+from {nn} import {Layer}
+
+
+class Config:
+    def __init__(self, hidden_act: str = "gelu"):
+        self.hidden_act = hidden_act
+
+
+class Head({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.act = getattr(F, config.hidden_act)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class AnyActivation({Layer}):
+    def __init__(self, name: str):
+        super().__init__()
+        self.act = getattr(F, name)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class Gated({Layer}):
+    def __init__(self, act: str = "relu"):
+        super().__init__()
+        self.act = getattr(F, act)
+
+    def forward(self, x):
+        return self.act(x) * x
+
+
+class Block({Layer}):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.gate = Gated(config.hidden_act)
+
+    def forward(self, x):
+        return self.gate(x)
+"""},
+        {"m.Head": "conditional", "m.AnyActivation": "unknown", "m.Gated": "conditional", "m.Block": "conditional"},
+    ),
 }
 
 

@@ -696,11 +696,12 @@ class Solver(FixedPoint):
             parts.append(TENSOR)  # what a layer is called with: data, not objects (its flow is not followed)
             return union(parts)
         qual = f"{module}.{summary.name}"
-        if summary.annotations.get(name) in _HOST_ANNOTATIONS:  # `name: str` for any caller: a host value, whose
-            if self._user_given(summary, default is None) and not self._sites_of(qual, summary):  # flow through every
-                return EMPTY  # caller is not followed. A name only the user passes: the default build reads none
-            return union([*parts, HOST])
+        host = summary.annotations.get(name) in _HOST_ANNOTATIONS  # `name: str`: for any caller a host value, whose
+        if host and not self._user_given(summary, default is None):  # flow through every caller is not followed,
+            return union([*parts, HOST])  # except in the default build: what only the user passes is another build
         sites = self._sites_of(qual, summary)
+        if host and not sites:
+            return union(parts)
         parent = self.scope(module, summary.parent) if run_in is not None and summary.parent is not None else None
         for call, call_ctx, skip in sites:
             if parent is not None and self._made_by_another_run(call, call_ctx, run_in, parent):
@@ -726,12 +727,16 @@ class Solver(FixedPoint):
         return union(parts)
 
     def _user_given(self, summary: ScopeSummary, required: bool) -> bool:
-        """Whether, in the default build, a required host parameter of `summary` that no call passes holds nothing: one
-        of a module-level function (a public builder no package code calls, `resnet_fpn_backbone(backbone_name: str)`,
-        which names what to build by it): the package's own builds never give it, so what it builds is another
-        configuration. Not one of a method: a layer nothing builds keeps its settings undecided (`layer_idx: int`
-        choosing a block by `config.layer_types[layer_idx]`), not empty, or its default build would hold nothing."""
-        return self.branches is not None and required and summary.method == "" and summary.parent is None
+        """Whether, in the default build, a host parameter of `summary` holds what the calls seen pass, and where none
+        passes it its default (nothing where it has none), rather than any host value: what only the user passes is
+        another configuration. One with a default (`hidden_act: str = "gelu"` of a config the loader builds, whose
+        `getattr(F, config.hidden_act)` is then `F.gelu` by default, as an unannotated one is in every solver;
+        `activation_function: str = "gelu"` of a layer built with `config.activation_function`); a required one of a
+        module-level function (a public builder no package code calls, `resnet_fpn_backbone(backbone_name: str)`, which
+        names what to build by it). Not a required one of a method: a layer nothing builds keeps its settings undecided
+        (`layer_idx: int` choosing a block by `config.layer_types[layer_idx]`), not empty, or its default build would
+        hold nothing."""
+        return self.branches is not None and (not required or (summary.method == "" and summary.parent is None))
 
     def _declared(self, cls: str, module: str, summary: ScopeSummary, name: str, depth: int) -> Value:
         """What parameter `name` of a method that `cls` runs holds when no call seen passes it but the method stores it
@@ -1374,9 +1379,7 @@ class Solver(FixedPoint):
             names = self._eval(args[1], ctx) if len(args) > 1 else EMPTY  # `getattr(self, self.base_model_prefix)`
             if all(a[0] == "C" and isinstance(a[1], str) for a in names):  # no name yet: nothing (see `_index`)
                 found = union(self._attribute_of(first, a[1]) for a in names)
-            elif first and all(a[0] == "G" and fw.is_framework(a[1]) and a[1] not in self.package.classes for a in first):
-                found = frozenset({("G", f"{a[1]}.<computed>") for a in first})  # a framework module's function
-            else:
+            else:  # any attribute: of a framework module, any of its functions (`torch.nonzero` among them)
                 found = unknown("getattr of a computed name")
             return found | (self._eval(args[2], ctx) if len(args) > 2 else EMPTY)
         if qual in ("builtins.dict", "collections.OrderedDict"):

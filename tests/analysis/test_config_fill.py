@@ -134,12 +134,16 @@ class Head(Module):
 
 
 def _guards(tmp_path: Path, filler: str) -> dict[str, tuple]:
-    pkg = tmp_path / "pkg"
+    return _planned_guards(tmp_path / "pkg", PACKAGE.replace("FILLER", textwrap.dedent(filler)))
+
+
+def _planned_guards(pkg: Path, source: str) -> dict[str, tuple]:
+    """The guard of each class of a one-module package holding `source`, by class name."""
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(PACKAGE.replace("FILLER", textwrap.dedent(filler)))
+    (pkg / "m.py").write_text(source)
     plan = analyze([str(pkg)], Options(use_cache=False, jobs=1)).plan
-    return {q.removeprefix("pkg.m."): v.guard for q, v in plan.verdicts.items()}
+    return {q.removeprefix(f"{pkg.name}.m."): v.guard for q, v in plan.verdicts.items()}
 
 
 def test_a_forward_so_decorated_is_guarded_by_its_config_where_its_own_default_is_false(tmp_path: Path) -> None:
@@ -208,12 +212,7 @@ class Head(Module):
     ],
 )
 def test_a_forward_filling_its_flag_from_its_config_is_guarded_by_it(tmp_path: Path, fill: str, want: str | None) -> None:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(BODY.replace("FILL", fill))
-    plan = analyze([str(pkg)], Options(use_cache=False, jobs=1)).plan
-    guards = {q.removeprefix("pkg.m."): v.guard for q, v in plan.verdicts.items()}
+    guards = _planned_guards(tmp_path / "pkg", BODY.replace("FILL", fill))
     assert guards["Model"] == ((("use_cache", want),) if want else ())
     if want:  # the caller's wrapper would read the caller's config, not the model's
         assert guards["Head"] == (("use_cache", "passed false"),)
@@ -226,10 +225,5 @@ def test_a_filled_flag_in_a_branch_or_with_a_true_default_keeps_the_strict_guard
         source.replace("        use_cache = use_cache if", "        if x is not None:\n            use_cache = use_cache if"),
     ]
     for i, shape in enumerate(shapes):
-        pkg = tmp_path / f"pkg{i}"
-        pkg.mkdir()
-        (pkg / "__init__.py").write_text("")
-        (pkg / "m.py").write_text(shape)
-        plan = analyze([str(pkg)], Options(use_cache=False, jobs=1)).plan
-        guard = plan.verdicts[f"pkg{i}.m.Model"].guard
+        guard = _planned_guards(tmp_path / f"pkg{i}", shape)["Model"]
         assert ("use_cache", "config false") not in guard, (i, guard)

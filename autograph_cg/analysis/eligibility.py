@@ -911,14 +911,17 @@ class Package:
         `self.op(x)`): the rules that match its name and decide on what such a call shows (`Rule.fires_on_value`)
         find it at this call, as the walk finds `torch.nonzero(x)`."""
         for rule, name in DISPATCH.named(qual):
-            if self.keep(rule.code) and rule.fires_on_value(name, call.passes):  # as a walk's finding: ignored, no hazard
+            if rule.fires_on_value(name, call.passes):
                 message = f"{rule.message.format(detail=call.text + '()')}: `{call.text}` is `{qual}`"
                 self._found(rule, message, call, module, call.span.line, result, step)
 
     def _found(self, rule: Rule, message: str, call: CallRef | None, module: ModuleFacts, line: int, result: _Result, step: str) -> None:
         """A hazard that the call itself is, with no body of the package to walk: a finding at the call, and a blocking
-        one makes the caller ineligible; a side effect (AG4xx, a frozen random draw) no condition waives."""
-        if call is not None and self.keep(rule.code):
+        one makes the caller ineligible; a side effect (AG4xx, a frozen random draw) no condition waives. A rule the
+        configuration leaves out neither reports nor blocks, as a walk's finding."""
+        if not self.keep(rule.code):
+            return
+        if call is not None:
             self.ledger.add(("finding", Finding(module.path, call.span, rule.code, message, step.split(" → ")[0])))
         if rule.blocks:
             hard = not rule.code.startswith(_WAIVABLE)

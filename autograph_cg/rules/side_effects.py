@@ -72,10 +72,14 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
+#: Framework functions that create a parameter (the rule's own list: they fire by name).
+_CREATES = ("paddle.create_parameter",)
+
+
 def _layer_in_forward(ctx: RuleContext, call: ast.Call, name: str) -> bool:
     """Parameters, hooks, and layers that own parameters; a loss or activation object built in forward is fine."""
     qual = ctx.qualify(call.func)
-    if qual is None:
+    if qual is None or qual in _CREATES:
         return True
     short = qual.rsplit(".", 1)[-1]
     if not short[:1].isupper() or ".initializer." in qual or short in PARAMETERLESS:
@@ -259,7 +263,7 @@ RULES = (
         example="proj = nn.Linear(x.shape[-1], 64)\ny = proj(x)",
         instead="self.proj = nn.Linear(d_model, 64)  # in __init__\ny = self.proj(x)",
         prefixes=("paddle.nn.", "torch.nn."),
-        functions=("paddle.create_parameter",),
+        functions=_CREATES,
         methods=(
             "create_parameter", "register_buffer", "register_parameter", "register_forward_hook",
             "register_forward_pre_hook", "register_forward_post_hook", "register_backward_hook",
@@ -267,7 +271,10 @@ RULES = (
         ),  # fmt: skip
         hook="layer-method",
         guard=_layer_in_forward,
-        invalid=("paddle: proj = nn.Linear(4, 4)\ny = proj(x)", "torch: p = nn.Parameter(x)", "self.register_buffer('b', x)"),
+        invalid=(
+            "paddle: proj = nn.Linear(4, 4)\ny = proj(x)", "torch: p = nn.Parameter(x)", "self.register_buffer('b', x)",
+            "paddle: w = paddle.create_parameter([4, 4], 'float32')\ny = x @ w",
+        ),
         valid=("y = F.relu(x)", "loss_fn = nn.CrossEntropyLoss()\ny = loss_fn(x, mask)"),
     ),
 )

@@ -198,3 +198,24 @@ def test_helpers_called_with_host_values_are_reached_and_their_parameters_are_ho
     analysis = analyze([str(tmp_path)], Options(use_cache=False))
     # `upload` gets only a host size, yet runs in forward: its upload is reported; `times` is a host int, so no AG305
     assert [(f.line, f.code) for f in analysis.findings] == [(5, "AG108")]
+
+
+def test_an_ignored_rule_neither_reports_nor_blocks_through_a_framework_layer_or_a_value(tmp_path):
+    """A framework layer with a known hazard (Paddle's `Dropout2D` draws its mask on the host) and a framework
+    function held as a value (`self.op = paddle.nonzero`) block their parent by a rule, like a finding in its forward:
+    a rule the configuration ignores does neither there either."""
+    (tmp_path / "m.py").write_text(
+        "import paddle\nfrom paddle import nn\n\n\n"
+        "class Drop(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.drop = nn.Dropout2D(0.1)\n\n"
+        "    def forward(self, x):\n        return self.drop(x)\n\n\n"
+        "class Held(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.op = paddle.nonzero\n\n"
+        "    def forward(self, x):\n        return self.op(x)\n"
+    )
+
+    def verdicts(*args):
+        plan = CliRunner().invoke(main, ["plan", str(tmp_path), "--format", "json", "--no-cache", *args])
+        return {v["class"].rsplit(".", 1)[1]: v["verdict"] for v in json.loads(plan.stdout)["verdicts"]}
+
+    assert verdicts() == {"Drop": "ineligible", "Held": "ineligible"}
+    (tmp_path / "pyproject.toml").write_text('[tool.autograph-cg]\nignore = ["AG404", "AG201"]\n')
+    assert verdicts("--config", str(tmp_path / "pyproject.toml")) == {"Drop": "eligible", "Held": "eligible"}

@@ -16,6 +16,7 @@ from itertools import product
 from typing import Callable, Sequence
 
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis import nodes
 
 Qualify = Callable[[ast.expr], "str | None"]
 #: A test and whether the code sits where it holds (True) or where it fails (False).
@@ -43,7 +44,7 @@ def truthy_calls(func: ast.FunctionDef | ast.AsyncFunctionDef, qualify: Qualify)
         node, handled = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        children: list[ast.AST] = list(ast.iter_child_nodes(node))
+        children = nodes.children(node)
         if isinstance(node, ast.Return) and not handled:
             if node.value is None:
                 return ()
@@ -86,7 +87,7 @@ def candidates(test: ast.expr, qualify: Qualify) -> dict[int, str]:
     """The calls in `test` that may be capture predicates, by node id: the framework's queries and calls of
     functions outside the frameworks (the verdict pass finds out which are)."""
     found: dict[int, str] = {}
-    for node in ast.walk(test):
+    for node in nodes.walk(test):
         if isinstance(node, ast.Call):
             qual = qualify(node.func)
             if qual is not None and (qual in fw.CAPTURE_QUERIES or not fw.is_framework(qual)):

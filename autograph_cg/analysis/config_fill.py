@@ -11,6 +11,7 @@ and a guard on its forward asks for a false value passed (`guards.strict`).
 from __future__ import annotations
 
 import ast
+from autograph_cg.analysis import nodes
 
 _READS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})  # methods of the keywords that change nothing
 _PURE = frozenset({"len", "list", "tuple", "isinstance", "bool", "str", "repr"})  # builtins that change no argument
@@ -26,8 +27,8 @@ def fills_from_config(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if len(inner) != 1:  # checked first: this runs on every module function the index reads
         return False
     wrapper = inner[0]
-    own = {id(r) for r in ast.walk(wrapper) if isinstance(r, ast.Return)}
-    returns = [r for r in ast.walk(node) if isinstance(r, ast.Return) and id(r) not in own]
+    own = {id(r) for r in nodes.walk(wrapper) if isinstance(r, ast.Return)}
+    returns = [r for r in nodes.walk(node) if isinstance(r, ast.Return) and id(r) not in own]
     if not returns or not all(_is_name(r.value, wrapper.name) for r in returns):
         return False
     return _Wrapper(wrapper).fills_from_config()
@@ -55,7 +56,7 @@ class _Wrapper:
             return
         self.self_name, self.args, self.kwargs = (a.posonlyargs + a.args)[0].arg, a.vararg.arg, a.kwarg.arg
         self.bound: dict[str, list[ast.expr | None]] = {}  # name -> values assigned (None: bound otherwise)
-        for inner in ast.walk(node):
+        for inner in nodes.walk(node):
             if isinstance(inner, ast.Assign):
                 for target in inner.targets:
                     self._bind(target, inner.value)
@@ -80,7 +81,7 @@ class _Wrapper:
     def fills_from_config(self) -> bool:
         if not self.ok:
             return False
-        for inner in ast.walk(self.node):
+        for inner in nodes.walk(self.node):
             if inner is not self.node and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 return False  # a closure could change the arguments later
             if isinstance(inner, (ast.Global, ast.Nonlocal)):
@@ -99,7 +100,7 @@ class _Wrapper:
 
     def _touches(self, target: ast.expr) -> bool:
         """Whether an assignment target is the arguments or a part of them."""
-        return any(isinstance(n, ast.Name) and n.id in (self.args, self.kwargs) for n in ast.walk(target))
+        return any(isinstance(n, ast.Name) and n.id in (self.args, self.kwargs) for n in nodes.walk(target))
 
     def _call_keeps(self, call: ast.Call) -> bool:
         """A call leaves the arguments as they are: it reads the keywords, or takes them spread (a copy)."""

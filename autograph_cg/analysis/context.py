@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis import nodes
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
 from autograph_cg.analysis import guards
@@ -169,8 +170,14 @@ def param_kind(arg: ast.arg, default: ast.expr | None) -> int:
 
 def _only_spread(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """`name` is read only as `**name` in calls: the function hands its keywords on as it got them."""
-    spread = {id(k.value) for node in ast.walk(func) if isinstance(node, ast.Call) for k in node.keywords if k.arg is None}
-    return all(id(node) in spread for node in ast.walk(func) if isinstance(node, ast.Name) and node.id == name)
+    spread: set[int] = set()
+    read: list[int] = []
+    for node in nodes.walk(func):  # one walk: the largest forwards take `**kwargs`
+        if node.__class__ is ast.Call:
+            spread.update(id(k.value) for k in node.keywords if k.arg is None)  # type: ignore[attr-defined]
+        elif node.__class__ is ast.Name and node.id == name:  # type: ignore[attr-defined]
+            read.append(id(node))
+    return all(n in spread for n in read)
 
 
 def _own_returns(func: ast.FunctionDef) -> list[ast.Return] | None:
@@ -184,7 +191,7 @@ def _own_returns(func: ast.FunctionDef) -> list[ast.Return] | None:
         if isinstance(node, ast.Return):
             found.append(node)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(nodes.children(node))
     return found
 
 
@@ -536,7 +543,7 @@ class FunctionContext:
         names: set[str] = set()
         settings: set[str] = set()
         own = self.cls is not None and self.scope_name == self.qualname
-        for node in ast.walk(test):
+        for node in nodes.walk(test):
             if isinstance(node, ast.Name):
                 names.add(node.id)
             elif own and isinstance(node, ast.Attribute):
@@ -648,7 +655,7 @@ class FunctionContext:
             self.exits = self.exits + ((node.test, orelse),)
 
     def generic(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in nodes.children(node):
             if isinstance(child, ast.expr):
                 self.expr(child)
             elif isinstance(child, ast.stmt):
@@ -683,7 +690,7 @@ class FunctionContext:
         return kind
 
     def _expr_generic(self, node: ast.expr) -> int:
-        for child in ast.iter_child_nodes(node):
+        for child in nodes.children(node):
             if isinstance(child, ast.expr):
                 self.expr(child)
             elif isinstance(child, ast.comprehension):

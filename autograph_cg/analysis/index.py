@@ -12,6 +12,7 @@ from typing import Callable
 
 from autograph_cg.analysis import capture
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis import nodes
 from autograph_cg.analysis.config_fill import fills_from_config
 from autograph_cg.analysis.context import FunctionContext, annotation_kind, param_kind
 from autograph_cg.analysis.failures import describe
@@ -237,7 +238,7 @@ def _returns(scope: ModuleScope, node: ast.FunctionDef | ast.AsyncFunctionDef, f
     if annotation_kind(node.returns) != HOST:
         return facts
     local: dict[str, str] = {}
-    for inner in ast.walk(node):
+    for inner in nodes.walk(node):
         if isinstance(inner, (ast.Import, ast.ImportFrom)):
             local.update(scope.import_bindings(inner))
 
@@ -261,7 +262,7 @@ def _only_raises(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def _forward_aliases(init: ast.FunctionDef | ast.AsyncFunctionDef, methods: dict) -> tuple[str, ...]:
     """`self.forward = self.forward_slicing` (under whatever condition): the methods that may be the forward."""
     found = []
-    for node in ast.walk(init):
+    for node in nodes.walk(init):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr in methods:
             target, value = node.targets[0], node.value
             if (

@@ -14,6 +14,8 @@ import os
 import pickle
 import stat
 import sys
+import threading
+from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -292,7 +294,11 @@ class Indexer:
     """One run's indexing: facts from the cache, the misses in a process pool that stays up for the run. Files a
     later round needs deeply can be asked for `ahead` while the main process judges; the other cores index them,
     `_AHEAD_BATCH` at a time: each hand-over to the pool cost the main thread a millisecond or more (its management
-    thread takes the interpreter lock), 1-4 s for transformers' 979 files asked for one by one.
+    thread takes the interpreter lock), 1-4 s for transformers' 979 files asked for one by one. At most one batch
+    fewer than the pool's processes is indexed at a time, the next handed over as one ends (from the pool's own
+    thread): the main process keeps a core of its own to judge on (on two cores, two workers beside it slowed its
+    verdicts by a third while they ran); what is still waiting when the round ends is indexed then, with the other
+    misses, on every core.
 
     Use as a context manager (the pool is shut down on leaving). The caller saves the cache once its run is over."""
 
@@ -304,11 +310,17 @@ class Indexer:
         self._files: dict[str, Stamped] = {}
         self._ahead: dict[str, tuple[Future, int]] = {}  # path -> the deep index of its batch, asked for ahead; its place
         self._pending: list[Job] = []  # asked for ahead, to be handed over with the next batch
+        self._waiting: deque[list[Job]] = deque()  # full batches asked for ahead, not handed over yet
+        self._running = 0  # batches handed over and not done
+        self._asked: set[str] = set()  # paths in `_pending` and `_waiting`
+        self._lock = threading.RLock()  # the state above: batches end in the pool's thread, which hands the next over
 
     def __enter__(self) -> "Indexer":
         return self
 
     def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._waiting.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
@@ -324,8 +336,11 @@ class Indexer:
         if progress is not None:
             progress.start(len(stamped))
         taken: list[tuple[str, Stamp, tuple[Future, int]]] = []  # indexed ahead
-        if deep:
-            self._pending.clear()  # not handed over yet: indexed with the other misses
+        if deep:  # not handed over yet: indexed with the other misses
+            with self._lock:
+                self._pending.clear()
+                self._waiting.clear()
+                self._asked.clear()
         for source, key, stamp in stamped:
             self._files[source.path] = (source, key, stamp)
             hit = self.cache.get(key, stamp, deep)
@@ -364,15 +379,34 @@ class Indexer:
         if self._pool is None or path in self._ahead or path not in self._files:
             return
         source, key, stamp = self._files[path]
-        if self.cache.complete(key, stamp) or any(job[0] == path for job in self._pending):
-            return
-        self._pending.append(_job(source, True))
-        if len(self._pending) < _AHEAD_BATCH:
-            return
-        batch = self._pool.submit(_index_batch, self._pending)
-        for place, job in enumerate(self._pending):
-            self._ahead[job[0]] = (batch, place)
-        self._pending = []
+        with self._lock:
+            if path in self._asked or self.cache.complete(key, stamp):
+                return
+            self._asked.add(path)
+            self._pending.append(_job(source, True))
+            if len(self._pending) == _AHEAD_BATCH:
+                self._waiting.append(self._pending)
+                self._pending = []
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the pool the batches waiting, while fewer than `jobs - 1` of them are being indexed (the lock held)."""
+        while self._waiting and self._pool is not None and self._running < max(1, self.jobs - 1):
+            jobs = self._waiting.popleft()
+            try:
+                batch = self._pool.submit(_index_batch, jobs)
+            except RuntimeError:  # shut down meanwhile: nothing more is asked
+                return
+            self._running += 1
+            for place, job in enumerate(jobs):
+                self._asked.discard(job[0])
+                self._ahead[job[0]] = (batch, place)
+            batch.add_done_callback(self._batch_done)
+
+    def _batch_done(self, _: Future) -> None:
+        with self._lock:
+            self._running -= 1
+            self._hand_over()
 
     def _pool_for(self, misses: int) -> ProcessPoolExecutor | None:
         """The run's pool, started when a pass has enough files to pay for it."""

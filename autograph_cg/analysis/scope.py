@@ -6,6 +6,7 @@ import ast
 import re
 from typing import Callable
 
+from autograph_cg.analysis import nodes
 from autograph_cg.analysis.kinds import HOST, LAYER, UNKNOWN
 from autograph_cg.analysis.suppressions import Suppressions
 from autograph_cg.findings import Span
@@ -85,7 +86,7 @@ class ModuleScope:
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
-                for node in ast.walk(target):
+                for node in nodes.walk(target):
                     if isinstance(node, ast.Name):
                         self.variables.add(node.id)
         elif isinstance(statement, (ast.If, ast.Try)):  # guarded imports: try/except ImportError, if TYPE_CHECKING

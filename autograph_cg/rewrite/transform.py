@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from autograph_cg.analysis import nodes
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_guard, cst_wrapped_call, unwrap
@@ -62,7 +63,7 @@ def _context(source: Source) -> _Context:
     if not marks.skips:  # `ignore` marks only (or the marker of rewrite's import): nothing is kept as it is
         return _Context(marks, frozenset())
     classes = set()
-    for node in ast.walk(source.tree):
+    for node in nodes.walk(source.tree):
         if isinstance(node, ast.ClassDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             # The decorators, the `class` line and the rest of the header, up to the first body statement.

@@ -82,6 +82,7 @@ class Solver(FixedPoint):
         self._writers: dict[str, _Writes] = {}  # class -> what its methods assign on self (`_writes`)
         self._top: set[str] | None = None
         self._by_name: dict[str, list[str]] | None = None  # the package's classes by their own name (`classes_named`)
+        self._scope_numbers: dict[str, dict[str, int]] = {}  # module -> scope -> the number of ("scope", module, scope)
         self._getitem_calls: dict[Expr, Expr] = {}  # `table[key]` -> the `__getitem__` call it makes (kept: its id is a context's)
 
     def _roots(self) -> set[str]:
@@ -316,8 +317,16 @@ class Solver(FixedPoint):
         return found
 
     def _summary(self, facts: ModuleFacts, name: str) -> ScopeSummary | None:
-        """A summary, as the node being computed (or the result asking) reads it: redone when it changes (`forget`)."""
-        self._read(("scope", facts.module, name))
+        """A summary, as the node being computed (or the result asking) reads it: redone when it changes (`forget`).
+        The number of its key is kept by module and name: every name looked up reads one (2.3 M reads on transformers,
+        a tenth of the solve building and hashing the key)."""
+        numbers = self._scope_numbers.get(facts.module)
+        if numbers is None:
+            numbers = self._scope_numbers[facts.module] = {}
+        number = numbers.get(name)
+        if number is None:
+            number = numbers[name] = self._number(("scope", facts.module, name))
+        self._reads(number)
         return facts.scopes.get(name)
 
     # ----- kept across runs ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import ast
 from typing import Any, Callable
 
 from autograph_cg.analysis import frameworks as fw
+from autograph_cg.analysis import nodes
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.scope import ModuleScope, dotted_name, statement_calls
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, HOST, ITEMS, MODULE_SCOPE, SELF, TENSOR, Expr, ScopeSummary, lambda_scope, unknown
@@ -320,7 +321,7 @@ class Summarizer:
         """`(x := value)` inside a test or a comparison binds x in the function, like an assignment."""
         if not self.walrus:
             return
-        for inner in ast.walk(node):
+        for inner in nodes.walk(node):
             if isinstance(inner, ast.NamedExpr):
                 self._bind(inner.target, self._expr(inner.value, scope), scope)
 
@@ -614,13 +615,13 @@ def _versioned(node: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) 
     found = {name for name, count in assigned.items() if count > 1 or name in params}
     if not found:
         return []
-    for inner in ast.walk(node):
+    for inner in nodes.walk(node):
         if inner is node:
             continue
         if isinstance(inner, (ast.Global, ast.Nonlocal)):
             found -= set(inner.names)
         elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            found -= {n.id for n in ast.walk(inner) if isinstance(n, ast.Name)}
+            found -= {n.id for n in nodes.walk(inner) if isinstance(n, ast.Name)}
     return sorted(found)
 
 

@@ -35,10 +35,22 @@ def unknown(reason: str) -> Value:
 
 
 def union(values: Iterable[Value]) -> Value:
-    out: set[Atom] = set()
+    """The atoms of all `values`; where only one of them holds any, that value itself (most unions in the solve:
+    a name with one binding, a call with one callee), not a copy."""
+    first: Value = EMPTY
+    out: set[Atom] | None = None
     for value in values:
+        if not value:
+            continue
+        if not first:
+            first = value
+            continue
+        if out is None:
+            out = set(first)
         out |= value
-    return frozenset(out)
+    if out is not None:
+        return frozenset(out)
+    return first if first.__class__ is frozenset else frozenset(first)
 
 
 def flat(atoms: Iterable[Atom]) -> frozenset:

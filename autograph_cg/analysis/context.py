@@ -238,7 +238,7 @@ class FunctionContext:
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
         "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "optional", "tests", "exits", "finding_exits",
-        "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain",
+        "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain", "held",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -249,6 +249,8 @@ class FunctionContext:
         self.scope_name = qualname  # the resolver's scope of the code being walked: a closure's own inside it
         self.env: dict[str, int] = {}
         self.origins: dict[str, str] = {}  # local name -> self attribute it iterates (for `for blk in self.blocks`)
+        # locals ever bound to a function some rule names (`draw = torch.randperm`): their calls go to the resolver
+        self.held: set[str] = set()
         self.kinds: dict[int, int] = {}
         self.findings: list[Finding] = []
         self.calls: list[CallRef] = []
@@ -708,6 +710,9 @@ class FunctionContext:
                 part = value is not None and self.owned(value) is not None
                 self._rebind(name, value)
             self.aliases.discard(name)
+            if isinstance(value, (ast.Name, ast.Attribute)) and (qual := self.qualify(value)) is not None \
+                    and next(DISPATCH.named(qual), None) is not None:
+                self.held.add(name)
             if part and name in self.unless or value is not None and self.owned(value):
                 self.aliases.add(name)  # `cache = past.layers[i]`: mutating `cache` mutates the caller's object
             self.origins.pop(name, None)
@@ -891,9 +896,9 @@ class FunctionContext:
                 else:
                     self._record("self", origin, node, node.func)
                 return TENSOR
-            if tensor_in:
+            if tensor_in or name in self.held:  # a held framework function may draw or sync given host values alone
                 self._record("unresolved", "", node, node.func)
-                return TENSOR
+                return TENSOR if tensor_in else UNKNOWN
             return UNKNOWN
         qual = self.local_imports.get(name) or self.module.qualify_name(name)
         if qual is not None:

@@ -3208,7 +3208,10 @@ class Rewritten({Layer}):
     # a framework function reached as a value and called is judged by the rules that decide on its name and on what
     # that call passes (`where` with one argument), at the call; under a default-off setting it is conditional
     "framework-function-held-as-a-value": (
-        {"m.py": """import {fw}
+        {"m.py": """import math
+import random
+
+import {fw}
 import {F} as F
 from {nn} import {Layer}
 
@@ -3267,9 +3270,21 @@ class Sparse({Layer}):
         if self.sparse:
             return self.op(x)
         return x
+
+
+class Drawn({Layer}):
+    def forward(self, x):
+        draw = random.random
+        return x * draw()
+
+
+class Scaled({Layer}):
+    def forward(self, x):
+        root = math.sqrt
+        return x * root(4.0)
 """},
         {"m.Activated": "eligible", "m.Held": "ineligible", "m.Named": "ineligible", "m.Looked": "ineligible",
-         "m.OneArgument": "ineligible", "m.Sparse": "conditional"},
+         "m.OneArgument": "ineligible", "m.Sparse": "conditional", "m.Drawn": "ineligible", "m.Scaled": "eligible"},
     ),
     # `getattr(F, name)` of a name not solved may be any function of that module: unknown. A setting annotated as a
     # string with a default, of a config the loader builds (no call seen passes it), names its default in the default

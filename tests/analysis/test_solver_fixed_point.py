@@ -8,7 +8,7 @@ import textwrap
 from autograph_cg.analysis.eligibility import Package
 from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.resolver import fixpoint
-from autograph_cg.analysis.resolver import solver as solver_module
+from autograph_cg.analysis.resolver import attributes
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.values import MAX_ATOMS, TOO_MANY
 
@@ -66,7 +66,7 @@ def test_an_attribute_chain_of_outside_code_that_feeds_itself_ends_unknown() -> 
     )
     found = package.solver.value(("n", "value"), "m", "walk")
     names = [atom[1] for atom in found if atom[0] == "G"]
-    assert "numpy.ndarray.device" in names and max(name.count(".") for name in names) < solver_module._MAX_NAME_PARTS
+    assert "numpy.ndarray.device" in names and max(name.count(".") for name in names) < attributes._MAX_NAME_PARTS
     assert ("?", "an attribute chain of outside code too long to follow") in found
     assert max(package.solver._rounds.values()) < fixpoint._MAX_ROUNDS  # settled, not given up on
 

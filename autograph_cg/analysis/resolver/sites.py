@@ -19,6 +19,7 @@ from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr, ScopeSu
 Ctx = tuple[str, str, Any]
 Site = tuple[Expr, Ctx, int]  # the call, where it sits, how many leading parameters it binds implicitly
 SITE_DEPTH = 2  # how many calls deep a function is solved for its call site (its return value, its verdict)
+MAX_RUNS = 256  # calls of one function beyond which a call through its parameter is solved once for all of them
 
 
 def site_depth(ctx: Ctx | None) -> int:

@@ -109,3 +109,10 @@ def reads_self(expr: tuple, summary: ScopeSummary) -> bool:
             name in summary.params and name not in summary.defaults and name not in summary.annotations
         )
     return any(isinstance(part, tuple) and reads_self(part, summary) for part in expr)
+
+
+def returns_closures(summary: ScopeSummary) -> bool:
+    """Whether every `return` of a function gives a closure it makes (a nested `def` or lambda of its own): each call's
+    closure is then its own, made in that call's run."""
+    made = [summary.locals.get(e[1], (e,)) if e[0] == "n" else (e,) for e in summary.returns]
+    return bool(made) and all(len(m) == 1 and m[0][0] == "fn" for m in made)

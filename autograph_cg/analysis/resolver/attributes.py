@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis.facts import ClassFacts, ModuleFacts
-from autograph_cg.analysis.resolver.registries import sub_config
 from autograph_cg.analysis.resolver.sites import Ctx, defines, owner_class
 from autograph_cg.analysis.resolver.summaries import DYNAMIC, ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
 from autograph_cg.analysis.resolver.values import EMPTY, HOST, TENSOR, Atom, Value, listing, union, unknown
@@ -120,7 +119,7 @@ class Attributes:
     def _instance_attribute(self, cls: str, attr: str) -> Value:
         """`self.attr` on an instance of `cls`: the first class of its MRO that assigns or defines it decides."""
         package = self.package
-        declared_sub = sub_config(self, cls, attr)  # a composite config's `text_config`: see `registries`
+        declared_sub = self.sub_config(cls, attr)  # a composite config's `text_config`: see `registries`
         if declared_sub is not None:
             return declared_sub
         only_declared = False

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from autograph_cg.analysis import frameworks as fw
-from autograph_cg.analysis.resolver.registries import auto_build
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.summarize import PASS_THROUGH, RUNTIME_WRAPPER
 from autograph_cg.analysis.resolver.summaries import Expr, returns_closures
@@ -21,7 +20,7 @@ class Calls:
     """The `Solver`'s reading of calls."""
 
     def _call(self, expr: Expr, ctx: Ctx) -> Value:
-        built = auto_build(self, expr, ctx)  # transformers' `AutoModel.from_config(config)`: see `registries`
+        built = self.auto_build(expr, ctx)  # transformers' `AutoModel.from_config(config)`: see `registries`
         if built is not None:
             return built
         callee = self._eval(expr[1], ctx)

@@ -43,7 +43,6 @@ from autograph_cg.analysis.resolver.values import Value, union, unknown
 
 if TYPE_CHECKING:
     from autograph_cg.analysis.resolver.sites import Ctx
-    from autograph_cg.analysis.resolver.solver import Solver
 
 FACTORY_MODULE = ".models.auto.auto_factory"
 CONFIG_MODULE = ".configuration_utils"
@@ -53,67 +52,6 @@ SPECS = "sub_configs_defaults"
 BACKBONE = "backbone_config"
 BASE = "_BaseAutoModelClass"
 MAPPING = "_LazyAutoMapping"
-
-
-def auto_build(solver: "Solver", expr: Expr, ctx: "Ctx") -> Value | None:
-    """What `Auto.from_config(config)` builds, or None where the call is not one this models (the solver then reads
-    the code as written)."""
-    callee, args, keywords = expr[1], expr[2], expr[3]
-    if callee[0] != "a" or callee[2] != "from_config":
-        return None
-    if any(key in (None, "trust_remote_code") for key, _ in keywords) or any(a[0] == "*" for a in args):
-        return None
-    autos = solver._eval(callee[1], ctx)
-    tables = [_tables(solver, a[1]) if a[0] == "G" else None for a in autos]
-    if not tables or any(t is None for t in tables):
-        return None
-    config = solver._eval(args[0], ctx) if args else union(solver._eval(v, ctx) for k, v in keywords if k == "config")
-    out: list[Value] = []
-    for pair in tables:
-        assert pair is not None
-        out.extend(_built(solver, pair, atom) for atom in config)
-    return union(out)
-
-
-def _tables(solver: "Solver", auto: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The two name tables of auto class `auto` (config class names, model class names, by model type), when it
-    inherits `from_config` from the factory's base and its `_model_mapping` is a `_LazyAutoMapping` of two tables."""
-    package = solver.package
-    if auto not in package.classes:
-        return None
-    owner = solver.sites.method_owner(auto, "from_config")
-    if owner is None or not owner.endswith(f"{FACTORY_MODULE}.{BASE}"):
-        return None
-    for cls in package.mro(auto):
-        module, facts = package.classes[cls]
-        if "_model_mapping" not in facts.attrs:
-            continue
-        ctx = (module.module, MODULE_SCOPE, None)
-        built = [_mapping_args(solver, e, ctx) for e in facts.attrs["_model_mapping"]]
-        if len(built) != 1 or built[0] is None:
-            return None
-        table_ctx, config_arg, model_arg = built[0]
-        configs = _table(solver._eval(config_arg, table_ctx))
-        models = _table(solver._eval(model_arg, table_ctx))
-        return (configs, models) if configs is not None and models is not None else None
-    return None
-
-
-def _mapping_args(solver: "Solver", expr: Expr, ctx: "Ctx") -> "tuple[Ctx, Expr, Expr] | None":
-    """For `_model_mapping = MODEL_MAPPING` (a module variable bound once to `_LazyAutoMapping(CONFIGS, MODELS)`): the
-    context and the two arguments of that call."""
-    if expr[0] != "n":
-        return None
-    module = ctx[0]
-    top = solver.scope(module, MODULE_SCOPE)
-    bound = top.locals.get(expr[1], ()) if top is not None else ()
-    if len(bound) != 1 or bound[0][0] != "call" or len(bound[0][2]) != 2 or bound[0][3]:
-        return None
-    call = bound[0]
-    made = solver._eval(call[1], ctx)
-    if len(made) != 1 or not next(iter(made))[1].endswith(f"{FACTORY_MODULE}.{MAPPING}"):
-        return None
-    return ctx, call[2][0], call[2][1]
 
 
 @lru_cache(maxsize=256)
@@ -137,98 +75,157 @@ def _table(value: Value) -> dict[str, Any] | None:
     return table
 
 
-def _built(solver: "Solver", tables: tuple[dict[str, Any], dict[str, Any]], config: tuple) -> Value:
-    """The instances `from_config` may build for one candidate of `config`."""
-    package = solver.package
-    if config[0] != "I" or config[1] not in package.classes:
-        return unknown("an auto class built from a config whose class cannot be told")
-    name = config[1].rsplit(".", 1)[-1]
-    configs, models = tables
-    wanted = {m for kind, names in configs.items() if name in names for m in models.get(kind, ())}
-    if not wanted:
-        return unknown(f"an auto class built from `{name}`, which its tables do not name")
-    return union(solver.named_class(m) for m in sorted(wanted))
 
+class Registries:
+    """The solver's reading of transformers' auto classes and composite configs (a base class of `Solver`)."""
 
-def named_class(solver: "Solver", name: str) -> Value:
-    """Instances of the package class a table names: the one its model package or the top package exports under that
-    name, else every class of that name (a node of the solver: `Solver.named_class`)."""
-    package = solver.package
-    found = solver.classes_named(name)
-    if not found:
-        return unknown(f"`{name}` is not found in the package")
-    top = found[0].split(".", 1)[0]
-    exported = set()
-    for qual in found:
-        folder = qual.rsplit(".", 2)[0]
-        for home in (folder, top):
-            if home in package.modules and ("G", qual) in solver._module_name(home, name):
-                exported.add(qual)
-    return frozenset(("I", q) for q in exported or found)
-
-
-def sub_config(solver: "Solver", cls: str, attr: str) -> Value | None:
-    """What `config.attr` holds on an instance of package class `cls` whose nearest `sub_configs_defaults` declares
-    `attr`, or None where no such declaration decides it (a class of the MRO outside the base's module that assigns
-    `attr` itself, an entry not written as a literal: the solver then reads the code as written)."""
-    package = solver.package
-    order = package.mro(cls)
-    owners = [c for c in order if SPECS in package.classes[c][1].attrs]
-    if not owners or not package.classes[owners[-1]][0].module.endswith(CONFIG_MODULE):
-        return None
-    base = owners[-1]
-    home = package.classes[base][0].module
-    if any(attr in solver._written(c) for c in order if package.classes[c][0].module != home):
-        return None
-    module, facts = package.classes[owners[0]]
-    declared = facts.attrs[SPECS]
-    if len(declared) != 1 or declared[0][0] != "d" or any(k in (None, "**") for k, _ in declared[0][1]):
-        return None
-    entries = [e for k, e in declared[0][1] if k == attr]
-    if len(entries) != 1:
-        return None
-    ctx = (module.module, MODULE_SCOPE, None)
-    entry = entries[0]
-    config_class, model_type, optional = entry, None, False
-    if entry[0] == "call":
-        spec = solver._eval(entry[1], ctx)
-        if len(spec) != 1 or not next(iter(spec))[1].startswith(f"{home}."):
+    def auto_build(self, expr: Expr, ctx: "Ctx") -> Value | None:
+        """What `Auto.from_config(config)` builds, or None where the call is not one this models (the solver then reads
+        the code as written)."""
+        callee, args, keywords = expr[1], expr[2], expr[3]
+        if callee[0] != "a" or callee[2] != "from_config":
             return None
-        named = dict(zip(("config_class", "model_type", "init_kwargs", "optional"), entry[2]))
-        named.update((k, v) for k, v in entry[3] if k is not None)
-        if "config_class" not in named:
+        if any(key in (None, "trust_remote_code") for key, _ in keywords) or any(a[0] == "*" for a in args):
             return None
-        config_class, model_type = named["config_class"], named.get("model_type")
-        optional = "optional" in named and solver._eval(named["optional"], ctx) != frozenset({("C", False)})
-    classes = solver._eval(config_class, ctx)
-    if len(classes) != 1 or next(iter(classes))[0] != "G":
-        return None
-    chosen = next(iter(classes))[1]
-    nothing = frozenset({("C", None)}) if optional else frozenset()
-    if attr != BACKBONE and chosen in package.classes and base in package.mro(chosen):
-        return frozenset({("I", chosen)}) | nothing
-    types = solver._eval(model_type, ctx) if model_type is not None else solver._class_attribute(chosen, "model_type")
-    default = _default_config(solver, home, types)
-    if default is None:
-        return None
-    if solver.defaults or solver.branches is not None:
-        return default | nothing
-    return default | nothing | unknown(f"sub-config `{attr}`, of the class a configuration's model type picks")
+        autos = self._eval(callee[1], ctx)
+        tables = [self._tables(a[1]) if a[0] == "G" else None for a in autos]
+        if not tables or any(t is None for t in tables):
+            return None
+        config = self._eval(args[0], ctx) if args else union(self._eval(v, ctx) for k, v in keywords if k == "config")
+        out: list[Value] = []
+        for pair in tables:
+            assert pair is not None
+            out.extend(self._built(pair, atom) for atom in config)
+        return union(out)
 
+    def _tables(self, auto: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The two name tables of auto class `auto` (config class names, model class names, by model type), when it
+        inherits `from_config` from the factory's base and its `_model_mapping` is a `_LazyAutoMapping` of two tables."""
+        package = self.package
+        if auto not in package.classes:
+            return None
+        owner = self.sites.method_owner(auto, "from_config")
+        if owner is None or not owner.endswith(f"{FACTORY_MODULE}.{BASE}"):
+            return None
+        for cls in package.mro(auto):
+            module, facts = package.classes[cls]
+            if "_model_mapping" not in facts.attrs:
+                continue
+            ctx = (module.module, MODULE_SCOPE, None)
+            built = [self._mapping_args(e, ctx) for e in facts.attrs["_model_mapping"]]
+            if len(built) != 1 or built[0] is None:
+                return None
+            table_ctx, config_arg, model_arg = built[0]
+            configs = _table(self._eval(config_arg, table_ctx))
+            models = _table(self._eval(model_arg, table_ctx))
+            return (configs, models) if configs is not None and models is not None else None
+        return None
 
-def _default_config(solver: "Solver", home: str, types: Value) -> Value | None:
-    """The instances of the config class the package's config table names for model type `types` (one string)."""
-    if len(types) != 1 or next(iter(types))[0] != "C" or not isinstance(next(iter(types))[1], str):
-        return None
-    module = home.removesuffix(CONFIG_MODULE) + CONFIG_TABLE_MODULE
-    top = solver.scope(module, MODULE_SCOPE)
-    bound = top.locals.get(CONFIG_TABLE, ()) if top is not None else ()
-    if len(bound) != 1 or bound[0][0] != "call" or len(bound[0][2]) != 1 or bound[0][3]:
-        return None
-    tables = [_table(frozenset({atom})) for atom in solver._eval(bound[0][2][0], (module, MODULE_SCOPE, None))]
-    if not tables or any(t is None for t in tables):  # a module rebinding the table it imports holds both: they agree
-        return None
-    names = set().union(*(t.get(next(iter(types))[1], ()) for t in tables if t is not None))
-    if len(names) != 1:
-        return None
-    return solver.named_class(next(iter(names)))
+    def _mapping_args(self, expr: Expr, ctx: "Ctx") -> "tuple[Ctx, Expr, Expr] | None":
+        """For `_model_mapping = MODEL_MAPPING` (a module variable bound once to `_LazyAutoMapping(CONFIGS, MODELS)`): the
+        context and the two arguments of that call."""
+        if expr[0] != "n":
+            return None
+        module = ctx[0]
+        top = self.scope(module, MODULE_SCOPE)
+        bound = top.locals.get(expr[1], ()) if top is not None else ()
+        if len(bound) != 1 or bound[0][0] != "call" or len(bound[0][2]) != 2 or bound[0][3]:
+            return None
+        call = bound[0]
+        made = self._eval(call[1], ctx)
+        if len(made) != 1 or not next(iter(made))[1].endswith(f"{FACTORY_MODULE}.{MAPPING}"):
+            return None
+        return ctx, call[2][0], call[2][1]
+
+    def _built(self, tables: tuple[dict[str, Any], dict[str, Any]], config: tuple) -> Value:
+        """The instances `from_config` may build for one candidate of `config`."""
+        package = self.package
+        if config[0] != "I" or config[1] not in package.classes:
+            return unknown("an auto class built from a config whose class cannot be told")
+        name = config[1].rsplit(".", 1)[-1]
+        configs, models = tables
+        wanted = {m for kind, names in configs.items() if name in names for m in models.get(kind, ())}
+        if not wanted:
+            return unknown(f"an auto class built from `{name}`, which its tables do not name")
+        return union(self.named_class(m) for m in sorted(wanted))
+
+    def class_in_table(self, name: str) -> Value:
+        """Instances of the package class a table names: the one its model package or the top package exports under that
+        name, else every class of that name (a node of the solver: `Solver.named_class`)."""
+        package = self.package
+        found = self.classes_named(name)
+        if not found:
+            return unknown(f"`{name}` is not found in the package")
+        top = found[0].split(".", 1)[0]
+        exported = set()
+        for qual in found:
+            folder = qual.rsplit(".", 2)[0]
+            for home in (folder, top):
+                if home in package.modules and ("G", qual) in self._module_name(home, name):
+                    exported.add(qual)
+        return frozenset(("I", q) for q in exported or found)
+
+    def sub_config(self, cls: str, attr: str) -> Value | None:
+        """What `config.attr` holds on an instance of package class `cls` whose nearest `sub_configs_defaults` declares
+        `attr`, or None where no such declaration decides it (a class of the MRO outside the base's module that assigns
+        `attr` itself, an entry not written as a literal: the solver then reads the code as written)."""
+        package = self.package
+        order = package.mro(cls)
+        owners = [c for c in order if SPECS in package.classes[c][1].attrs]
+        if not owners or not package.classes[owners[-1]][0].module.endswith(CONFIG_MODULE):
+            return None
+        base = owners[-1]
+        home = package.classes[base][0].module
+        if any(attr in self._written(c) for c in order if package.classes[c][0].module != home):
+            return None
+        module, facts = package.classes[owners[0]]
+        declared = facts.attrs[SPECS]
+        if len(declared) != 1 or declared[0][0] != "d" or any(k in (None, "**") for k, _ in declared[0][1]):
+            return None
+        entries = [e for k, e in declared[0][1] if k == attr]
+        if len(entries) != 1:
+            return None
+        ctx = (module.module, MODULE_SCOPE, None)
+        entry = entries[0]
+        config_class, model_type, optional = entry, None, False
+        if entry[0] == "call":
+            spec = self._eval(entry[1], ctx)
+            if len(spec) != 1 or not next(iter(spec))[1].startswith(f"{home}."):
+                return None
+            named = dict(zip(("config_class", "model_type", "init_kwargs", "optional"), entry[2]))
+            named.update((k, v) for k, v in entry[3] if k is not None)
+            if "config_class" not in named:
+                return None
+            config_class, model_type = named["config_class"], named.get("model_type")
+            optional = "optional" in named and self._eval(named["optional"], ctx) != frozenset({("C", False)})
+        classes = self._eval(config_class, ctx)
+        if len(classes) != 1 or next(iter(classes))[0] != "G":
+            return None
+        chosen = next(iter(classes))[1]
+        nothing = frozenset({("C", None)}) if optional else frozenset()
+        if attr != BACKBONE and chosen in package.classes and base in package.mro(chosen):
+            return frozenset({("I", chosen)}) | nothing
+        types = self._eval(model_type, ctx) if model_type is not None else self._class_attribute(chosen, "model_type")
+        default = self._default_config(home, types)
+        if default is None:
+            return None
+        if self.defaults or self.branches is not None:
+            return default | nothing
+        return default | nothing | unknown(f"sub-config `{attr}`, of the class a configuration's model type picks")
+
+    def _default_config(self, home: str, types: Value) -> Value | None:
+        """The instances of the config class the package's config table names for model type `types` (one string)."""
+        if len(types) != 1 or next(iter(types))[0] != "C" or not isinstance(next(iter(types))[1], str):
+            return None
+        module = home.removesuffix(CONFIG_MODULE) + CONFIG_TABLE_MODULE
+        top = self.scope(module, MODULE_SCOPE)
+        bound = top.locals.get(CONFIG_TABLE, ()) if top is not None else ()
+        if len(bound) != 1 or bound[0][0] != "call" or len(bound[0][2]) != 1 or bound[0][3]:
+            return None
+        tables = [_table(frozenset({atom})) for atom in self._eval(bound[0][2][0], (module, MODULE_SCOPE, None))]
+        if not tables or any(t is None for t in tables):  # a module rebinding the table it imports holds both: they agree
+            return None
+        names = set().union(*(t.get(next(iter(types))[1], ()) for t in tables if t is not None))
+        if len(names) != 1:
+            return None
+        return self.named_class(next(iter(names)))

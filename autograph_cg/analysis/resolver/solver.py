@@ -26,7 +26,7 @@ from autograph_cg.analysis.resolver.conditions import Conditions
 from autograph_cg.analysis.resolver.expressions import Expressions
 from autograph_cg.analysis.resolver.fixpoint import FixedPoint
 from autograph_cg.analysis.resolver.names import Names
-from autograph_cg.analysis.resolver.registries import named_class
+from autograph_cg.analysis.resolver.registries import Registries
 from autograph_cg.analysis.resolver.sites import MAX_RUNS, CallSites, Ctx, PackageView, Site, defines
 from autograph_cg.analysis.resolver.summaries import ITEMS, MODULE_SCOPE, Expr, ScopeSummary, reads_self
 from autograph_cg.analysis.resolver.values import EMPTY, Atom, Value, bounded, union, unknown
@@ -34,7 +34,7 @@ from autograph_cg.analysis.resolver.values import EMPTY, Atom, Value, bounded, u
 _ROUNDS = 4  # rounds of call-site discovery through solved callees
 
 
-class Solver(Names, Binding, Expressions, Attributes, Calls, Conditions, FixedPoint):
+class Solver(Names, Binding, Expressions, Attributes, Calls, Conditions, Registries, FixedPoint):
     """The questions, the nodes and the call sites; each part of reading the summaries is a base of its own (names,
     parameters, expressions, attributes, calls, tests), all sharing this state and the fixed point."""
 
@@ -91,7 +91,7 @@ class Solver(Names, Binding, Expressions, Attributes, Calls, Conditions, FixedPo
         return self._sites
 
     def named_class(self, name: str) -> Value:
-        """The package class a table of names names (`registries.named_class`), solved once as a node."""
+        """The package class a table of names names (`Registries.class_in_table`), solved once as a node."""
         return self._node(("named-class", name))
 
     def classes_named(self, name: str) -> list[str]:
@@ -291,7 +291,7 @@ class Solver(Names, Binding, Expressions, Attributes, Calls, Conditions, FixedPo
         if tag == "global":
             return self._global(key[1])
         if tag == "named-class":
-            return named_class(self, key[1])
+            return self.class_in_table(key[1])
         if tag == "expr":
             return self._eval(key[1], key[2])
         if tag == "items-of":

@@ -1,4 +1,5 @@
-"""Decorators that fill a forward's left-out keywords from the layer's config, read from their code.
+"""Decorators that fill a forward's left-out keywords from the layer's config, read from their code (and the forward's
+own fill of that shape, `fills_argument`).
 
 `@merge_with_config_defaults` on a model's forward sets `use_cache` from `self.config.use_cache` when the caller
 leaves it out (or passes None). A guard that needs the flag false can then be met by the layer's config as well as by
@@ -32,6 +33,23 @@ def fills_from_config(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if not returns or not all(_is_name(r.value, wrapper.name) for r in returns):
         return False
     return _Wrapper(wrapper).fills_from_config()
+
+
+def fills_argument(name: str, value: ast.expr | None) -> bool:
+    """`value`, assigned to the argument `name`, is `name if name is not None else self.config.name` (or the same
+    written the other way round): the forward's own fill from the layer's config, as the decorator above does it."""
+    if not (isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1):
+        return False
+    test, op = value.test, value.test.ops[0]
+    none = isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    if not (_is_name(test.left, name) and none and isinstance(op, (ast.Is, ast.IsNot))):
+        return False
+    kept, filled = (value.body, value.orelse) if isinstance(op, ast.IsNot) else (value.orelse, value.body)
+    config = filled.value if isinstance(filled, ast.Attribute) else None
+    return (
+        _is_name(kept, name) and isinstance(filled, ast.Attribute) and filled.attr == name
+        and isinstance(config, ast.Attribute) and config.attr == "config" and _is_name(config.value, "self")
+    )  # fmt: skip
 
 
 def _is_name(node: ast.AST | None, name: str) -> bool:

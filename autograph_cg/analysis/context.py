@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from autograph_cg.analysis import capture
+from autograph_cg.analysis.config_fill import fills_argument
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis import nodes
 from autograph_cg.analysis.devices import on_cuda
@@ -96,10 +97,6 @@ _SEQUENCE_ANNOTATIONS = frozenset({"Tuple", "tuple", "List", "list", "Sequence",
 
 def _is_none(default: ast.expr | None) -> bool:
     return isinstance(default, ast.Constant) and default.value is None
-
-
-def _is_name(node: ast.expr | None, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name
 
 
 def _is_sequence(annotation: ast.expr | None) -> bool:
@@ -592,25 +589,15 @@ class FunctionContext:
             del self.unless[name]
 
     def _filled_from_config(self, name: str, value: ast.expr | None) -> bool:
-        """`use_cache = use_cache if use_cache is not None else self.config.use_cache`, first thing done to an argument
-        that defaults to None, in no branch, in the layer's own method: the name is false exactly where the call passes
-        a false value or leaves it out (or passes None) and the layer's config holds a false one, the guard test
-        "config false", which the runtime checks on the wrapped layer's config."""
-        if not (isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1):
-            return False
+        """The rebinding fills the argument from the layer's config (`config_fill.fills_argument`), first thing done to
+        an argument that defaults to None, in no branch, in the layer's own method: the name is false exactly where the
+        call passes a false value or leaves it out (or passes None) and the layer's config holds a false one, the guard
+        test "config false", which the runtime checks on the wrapped layer's config."""
         if self.active or name not in self.optional or name in self.unless or name in self.fixed:
             return False
         if self.cls is None or self.scope_name != self.qualname or "config" in self.writes_self:
             return False
-        test, op = value.test, value.test.ops[0]
-        if not (_is_name(test.left, name) and _is_none(test.comparators[0]) and isinstance(op, (ast.Is, ast.IsNot))):
-            return False
-        kept, filled = (value.body, value.orelse) if isinstance(op, ast.IsNot) else (value.orelse, value.body)
-        config = filled.value if isinstance(filled, ast.Attribute) else None
-        return (
-            _is_name(kept, name) and isinstance(filled, ast.Attribute) and filled.attr == name
-            and isinstance(config, ast.Attribute) and config.attr == "config" and _is_name(config.value, "self")
-        )  # fmt: skip
+        return fills_argument(name, value)
 
     def bind_params(self, args: ast.arguments, is_method: bool) -> None:
         positional = args.posonlyargs + args.args

@@ -49,18 +49,22 @@ def test_a_guard_on_a_name_handed_on_through_kwargs_reads_the_calls_keywords(fw)
     assert stats["forward_replays"] == 2 and stats["fallbacks"] == {"guard: cache is not None": 1}
 
 
+def _agree(fw, wrapped, ref, call, times: int) -> None:
+    """`call` of the wrapped layer gives what it gives of the reference, `times` times on fresh inputs."""
+    for _ in range(times):
+        x = randn(B, D)
+        assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+
+
 def test_a_flag_a_decorator_may_fill_replays_only_when_passed_false(cpu_fw):
     """"passed false": a value left out or passed as None fails (a decorated forward may fill it), False passes."""
     fw = cpu_fw
     ref = fw.build("Cached", D)
     wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1, guard={"cache": "is None", "use_cache": "passed false"})
     for call in (lambda m, x: m(x), lambda m, x: m(x, None, None), lambda m, x: m(x, use_cache=None)):
-        x = randn(B, D)
-        assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+        _agree(fw, wrapped, ref, call, 1)
     for call in (lambda m, x: m(x, use_cache=False), lambda m, x: m(x, None, False), lambda m, x: m(x, use_cache=0)):
-        for _ in range(2):
-            x = randn(B, D)
-            assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+        _agree(fw, wrapped, ref, call, 2)
     stats = stats_of(wrapped)
     assert stats["fallbacks"] == {"guard: use_cache is not passed as false": 3}
     assert stats["forward_replays"] > 0 and stats["disabled_reason"] is None
@@ -85,9 +89,7 @@ def test_a_flag_a_decorator_fills_from_the_config_replays_when_passed_false_or_l
     ]
     for use_cache, call in calls:
         wrapped.config = SimpleNamespace(use_cache=use_cache)
-        for _ in range(2):
-            x = randn(B, D)
-            assert close(fw.numpy(call(wrapped, fw.tensor(x))), fw.numpy(call(ref, fw.tensor(x))), fw.atol)
+        _agree(fw, wrapped, ref, call, 2)
     stats = stats_of(wrapped)
     assert stats["fallbacks"] == {"guard: use_cache is not passed as false and config.use_cache is not false": 6}
     assert stats["forward_replays"] > 0 and stats["disabled_reason"] is None

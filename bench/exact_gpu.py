@@ -6,10 +6,13 @@ train from the same weights on the same batches with AdamW for ``--steps`` steps
 with ``verify=False`` to time the first-replay check), and ``eager, capture path``: transformers takes
 another code path while a CUDA stream captures (``is_tracing()``: attention masks built as tensors where
 eagerly it passes ``None`` or ``is_causal``), which rounds differently; this eager run is told it captures,
-so it takes the path the graph recorded. Per step the losses and every parameter's gradient are compared
-with eager's, and which parameters have a gradient at all. Prints one row per model and writes JSON.
+so it takes the path the graph recorded; ``eager, capture path from capture`` takes it from the step the
+wrapper captures on (its warmup steps run eagerly on the usual path): what the wrapped run computes if its
+graph is exact. Per step the losses and every parameter's gradient are compared with eager's, and which
+parameters have a gradient at all. Prints one row per model and writes JSON. ``--sdp math`` keeps SDPA
+on its math kernel, which both of transformers' paths then share.
 
-    python3 bench/exact_gpu.py [--steps 100] [--models bert,gpt2,llama,t5] [--json exact.json]
+    python3 bench/exact_gpu.py [--steps 100] [--models bert,gpt2,llama,t5] [--sdp math] [--json exact.json]
     AUTOGRAPH_CG_BACKEND=standin python bench/exact_gpu.py --device cpu --steps 3   # the CPU stand-in
 """
 
@@ -74,18 +77,21 @@ def sync(torch: Any) -> None:
 
 
 def train(
-    torch: Any, model: Any, loss_of: Callable, data: list[dict], follow: list | None = None
+    torch: Any, model: Any, loss_of: Callable, data: list[dict], follow: list | None = None, clock: list | None = None
 ) -> tuple[list, list, float, list]:
     """Losses and per step the gradients (None where there is none); seconds for all steps; the
     parameters after each step. With ``follow`` (another run's parameters after each step), each step
     starts from that run's parameters: a difference is then that step's own, not one compounded
-    by the optimizer (AdamW turns a rounding difference in a near-zero gradient into a whole step)."""
+    by the optimizer (AdamW turns a rounding difference in a near-zero gradient into a whole step).
+    ``clock`` (a one-item list) is set to each step's number before the step runs."""
+    clock = clock if clock is not None else [0]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     params = list(model.parameters())
     losses, grads, after = [], [], []
     sync(torch)
     start = time.perf_counter()
     for step, batch in enumerate(data):
+        clock[0] = step
         opt.zero_grad(set_to_none=True)
         loss = loss_of(model, batch)
         loss.backward()
@@ -131,18 +137,34 @@ def difference(torch: Any, got: tuple, want: tuple, names: list[str]) -> dict[st
 
 
 @contextlib.contextmanager
-def capture_path(transformers: Any, on: bool) -> Iterator[None]:
-    """Make transformers believe a CUDA stream captures (its ``is_tracing()`` then says so)."""
+def capture_path(transformers: Any, on: Callable[[], bool]) -> Iterator[None]:
+    """Make transformers believe a CUDA stream captures (its ``is_tracing()`` then says so) while ``on()``."""
     utils = transformers.utils.import_utils
-    if not on or not hasattr(utils, "is_cuda_stream_capturing"):
+    if not hasattr(utils, "is_cuda_stream_capturing"):
         yield
         return
     saved = utils.is_cuda_stream_capturing
-    utils.is_cuda_stream_capturing = lambda: True
+    utils.is_cuda_stream_capturing = lambda: on() or saved()
     try:
         yield
     finally:
         utils.is_cuda_stream_capturing = saved
+
+
+RUNS = ("eager", "eager again", "eager, capture path", "eager, capture path from capture", "wrapped", "wrapped, verify=False")
+WARMUP = 3  # CUDAGraphedLayer's num_warmup_steps: the wrapped run's first three steps run eagerly
+
+
+@contextlib.contextmanager
+def kernels(torch: Any, sdp: str) -> Iterator[None]:
+    """SDPA limited to its math kernel, or as it chooses."""
+    if sdp == "any":
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
 
 
 def main() -> int:
@@ -154,6 +176,7 @@ def main() -> int:
     parser.add_argument("--follow", action="store_true", help="each step from eager's parameters (per-step differences)")
     parser.add_argument("--attn", default="sdpa", help="the models' attn_implementation: sdpa or eager")
     parser.add_argument("--deterministic", action="store_true", help="torch.use_deterministic_algorithms(True)")
+    parser.add_argument("--sdp", choices=("any", "math"), default="any", help="the SDPA kernels allowed")
     args = parser.parse_args()
     if args.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -174,13 +197,20 @@ def main() -> int:
         runs: dict[str, tuple] = {}
         stats: dict[str, Any] = {}
         names = [n for n, _ in base.named_parameters()]
-        for run in ("eager", "eager again", "eager, capture path", "wrapped", "wrapped, verify=False"):
+        for run in RUNS:
             model = copy.deepcopy(base)
             if run.startswith("wrapped"):
                 model = CUDAGraphedLayer(model, verify=run == "wrapped", name=f"{name} {run}")
             torch.manual_seed(2)
-            with capture_path(transformers, run == "eager, capture path"):
-                runs[run] = train(torch, model, loss_of, data, runs["eager"][3] if args.follow and run != "eager" else None)
+            clock = [0]
+            on = {
+                "eager, capture path": lambda: True,
+                "eager, capture path from capture": lambda: clock[0] >= WARMUP,
+            }.get(run, lambda: False)
+            with capture_path(transformers, on), kernels(torch, args.sdp):
+                runs[run] = train(
+                    torch, model, loss_of, data, runs["eager"][3] if args.follow and run != "eager" else None, clock
+                )
             if run.startswith("wrapped"):
                 stats[run] = stats_of(model)
             del model
@@ -192,6 +222,9 @@ def main() -> int:
             "wrapped": difference(torch, runs["wrapped"], runs["eager"], names),
             "capture path": difference(torch, runs["eager, capture path"], runs["eager"], names),
             "wrapped vs capture path": difference(torch, runs["wrapped"], runs["eager, capture path"], names),
+            "wrapped vs capture path from capture": difference(
+                torch, runs["wrapped"], runs["eager, capture path from capture"], names
+            ),
             "unchecked": difference(torch, runs["wrapped, verify=False"], runs["eager"], names),
             "seconds": {run: round(r[2], 4) for run, r in runs.items()},
             "stats": stats,
@@ -204,7 +237,9 @@ def main() -> int:
             f"{name:6} loss {w['loss']:.1e} grad {w['grad']:.1e} presence {w['presence']} bitwise {w['bitwise']} "
             f"first {w['first']} steps {' '.join(f'{x:.0e}' for x in w['steps'][:12])} | unchecked {row['unchecked']['grad']:.1e} | "
             f"vs eager on the capture path: loss {row['wrapped vs capture path']['loss']:.1e} "
-            f"grad {row['wrapped vs capture path']['grad']:.1e} | "
+            f"grad {row['wrapped vs capture path']['grad']:.1e}, from the capture step: "
+            f"loss {row['wrapped vs capture path from capture']['loss']:.1e} "
+            f"grad {row['wrapped vs capture path from capture']['grad']:.1e} | "
             f"eager vs eager loss {n['loss']:.1e} grad {n['grad']:.1e} | state {check['state']} "
             f"captures {check['captures']} eager calls {check['eager_calls']} "
             f"reason {check['disabled_reason']} | s: {row['seconds']} verify cost {row['verify_cost']:+.1%}",

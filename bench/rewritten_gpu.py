@@ -22,7 +22,7 @@ every variant alike.
 itself with every wrapper undone: the tokens must be equal, and the guarded wrappers run eagerly with their reason.
 
     python3 bench/rewritten_gpu.py --rewritten /tmp/rw [--models bert,gpt2,llama] [--variants ...] [--paired]
-        [--optimizer adamw|adamw-fused|sgd] [--json out]
+        [--optimizer adamw|adamw-fused|sgd|none] [--json out]
     python3 bench/rewritten_gpu.py --rewritten /tmp/rw --models gpt2,llama --generate
 """
 
@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("eager", "rewritten", "rewritten+compile", "by hand", "whole+compile", "reduce-overhead")
 BATCH, SEQ, WARMUP, TIMED = 8, 128, 8, 20
-OPTIMIZERS = ("adamw", "adamw-fused", "sgd")
+OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "none")
 OPTIMIZER_ENV = "AUTOGRAPH_CG_BENCH_OPTIMIZER"
 
 
@@ -49,15 +49,32 @@ def optimizer(model: Any) -> Any:
     """The training step's optimizer, the same for every variant; chosen by the parent's `--optimizer`.
 
     ``adamw`` is torch's default AdamW (its multi-tensor path: host work per parameter on every step, which no graph
-    of the model removes), ``adamw-fused`` its one-kernel path, ``sgd`` plain SGD: the three show how much of a step
-    the optimizer holds once the model runs from graphs.
+    of the model removes), ``adamw-fused`` its one-kernel path, ``sgd`` plain SGD, ``none`` no update (forward and
+    backward alone, what the model's layers take of a step): they show how much of a step the optimizer holds once
+    the model runs from graphs.
     """
     import torch
 
     kind = os.environ.get(OPTIMIZER_ENV, "adamw")
+    if kind == "none":
+        return _NoUpdate(model)
     if kind == "sgd":
         return torch.optim.SGD(model.parameters(), lr=1e-3)
     return torch.optim.AdamW(model.parameters(), lr=1e-4, fused=kind == "adamw-fused")
+
+
+class _NoUpdate:
+    """A training step without the optimizer's update: gradients are computed and dropped."""
+
+    def __init__(self, model: Any) -> None:
+        self.params = list(model.parameters())
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        pass
 
 
 def build(name: str) -> tuple[Any, Any, str]:

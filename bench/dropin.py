@@ -312,7 +312,7 @@ class Case:
     seeded the framework, so both processes start from the same weights."""
 
     build: Callable[[Any], Any]
-    batch: Callable[[Any, Any, Any], dict]  # (ops, generator, model) -> keyword arguments of one call
+    batch: Callable[[Any, Any, Any, int], dict]  # (ops, generator, model, sequence length) -> keyword arguments of one call
     save: Callable[[Any, Any, Path], None]  # (ops, model, folder)
     load: Callable[[Any, Path], tuple[Any, Any]]  # (ops, folder) -> (model, the loader's report)
     loss: Callable[[Any, Any, dict, Any], Any] | None = None  # (ops, model, batch, output); None: the output's .loss
@@ -321,6 +321,7 @@ class Case:
     checkpointing: Callable[[Any, Any], None] | None = None  # the library's gradient-checkpointing switch
     # A batch without labels (after resizing: an untied output layer keeps the old vocabulary); default: labels dropped
     unlabelled: Callable[[dict], dict] | None = None
+    sized: bool = False  # its batches follow the sequence length asked for (text), so the lengths part runs
 
 
 @dataclass
@@ -495,13 +496,13 @@ def _tf_case(transformers: Any, model_type: str, class_name: str, kind: str) -> 
         config_class = transformers.CONFIG_MAPPING[model_type]
         return cls()(small_config(transformers.PretrainedConfig, config_class, TF_OVERRIDES.get(model_type, {})))
 
-    def batch(ops: Any, g: Any, model: Any) -> dict:
+    def batch(ops: Any, g: Any, model: Any, seq: int) -> dict:
         cfg = model.config
         text = getattr(cfg, "text_config", cfg)
         vision = getattr(cfg, "vision_config", cfg)
         out: dict[str, Any] = {}
         if kind != "image-classification":
-            out["input_ids"] = ops.randint(g, 4, text.vocab_size, (BATCH, SEQ))
+            out["input_ids"] = ops.randint(g, 4, text.vocab_size, (BATCH, seq))
         if kind in ("image-classification", "contrastive"):
             size = getattr(vision, "image_size", SMALL["image_size"])  # convolutional configs take any size
             size = size if isinstance(size, int) else size[0]
@@ -509,7 +510,7 @@ def _tf_case(transformers: Any, model_type: str, class_name: str, kind: str) -> 
         if kind in ("masked-lm", "causal-lm"):
             out["labels"] = out["input_ids"]
         elif kind == "seq2seq-lm":
-            out["labels"] = ops.randint(g, 4, cfg.vocab_size, (BATCH, SEQ - 2))
+            out["labels"] = ops.randint(g, 4, cfg.vocab_size, (BATCH, seq - 2))
         elif kind == "image-classification":
             out["labels"] = ops.randint(g, 0, cfg.num_labels, (BATCH,))
         elif kind == "contrastive":
@@ -539,7 +540,7 @@ def _tf_case(transformers: Any, model_type: str, class_name: str, kind: str) -> 
         return {**rest, "decoder_input_ids": batch["labels"]} if kind == "seq2seq-lm" else rest
 
     return Case(build, batch, save, load, resize=resize if kind != "image-classification" else None,
-                checkpointing=checkpointing, unlabelled=unlabelled)
+                checkpointing=checkpointing, unlabelled=unlabelled, sized=kind in ("masked-lm", "causal-lm", "seq2seq-lm"))
 
 
 # ---------------------------------------------------------------- timm
@@ -574,7 +575,7 @@ def _timm_case(timm: Any, name: str, kwargs: dict[str, Any], size: int) -> Case:
     def build(ops: Any) -> Any:
         return timm.create_model(name, pretrained=False, num_classes=10, **kwargs)
 
-    def batch(ops: Any, g: Any, model: Any) -> dict:
+    def batch(ops: Any, g: Any, model: Any, seq: int) -> dict:
         return {"x": ops.randn(g, (BATCH, 3, size, size)), "labels": ops.randint(g, 0, 10, (BATCH,))}
 
     def loss(ops: Any, model: Any, batch: dict, output: Any) -> Any:
@@ -654,12 +655,12 @@ def _pn_case(pn: Any, class_name: str, kind: str, overrides: dict[str, Any]) -> 
     def build(ops: Any) -> Any:
         return cls()(small_config(pn.PretrainedConfig, cls().config_class, overrides))
 
-    def batch(ops: Any, g: Any, model: Any) -> dict:
+    def batch(ops: Any, g: Any, model: Any, seq: int) -> dict:
         vocab = model.config.vocab_size
-        out = {"input_ids": ops.randint(g, 4, vocab, (BATCH, SEQ))}
+        out = {"input_ids": ops.randint(g, 4, vocab, (BATCH, seq))}
         forward = model.forward
         if kind == "seq2seq":
-            out["decoder_input_ids"] = ops.randint(g, 4, vocab, (BATCH, SEQ - 2))
+            out["decoder_input_ids"] = ops.randint(g, 4, vocab, (BATCH, seq - 2))
         elif kind == "classify" and _accepts(forward, "labels"):
             out["labels"] = ops.randint(g, 0, model.config.num_labels, (BATCH,))
         elif _accepts(forward, "labels"):
@@ -687,6 +688,10 @@ def _pn_case(pn: Any, class_name: str, kind: str, overrides: dict[str, Any]) -> 
 
 # ---------------------------------------------------------------- the worker: one side, every model
 N_EVAL, N_TRAIN = 5, 5  # calls and training steps: past the wrappers' 3 warmup calls, a capture and replays
+# The lengths part: training steps through a longer input and back, each length long enough to capture and replay.
+# A layer that grows a cache for the longer input (rotary tables) must not leave the shorter input's graphs
+# reading the old one; three times the length outgrows the cache a first call sizes at twice its length.
+LENGTHS = (SEQ,) * N_TRAIN + (3 * SEQ,) * N_TRAIN + (SEQ,) * N_TRAIN
 SEP = "|"  # in the keys of a worker's arrays
 
 
@@ -842,7 +847,7 @@ def _call(case: Case, model: Any, batch: dict) -> Any:
 
 def _eval(ops: Any, case: Case, model: Any, rec: Recorder, prefix: str, facts: dict, labels: bool = True) -> None:
     model.eval()
-    batch = case.batch(ops, ops.generator(1), model)
+    batch = case.batch(ops, ops.generator(1), model, SEQ)
     if not labels:
         batch = case.unlabelled(batch) if case.unlabelled else {k: v for k, v in batch.items() if k != "labels"}
     with ops.no_grad():
@@ -850,14 +855,16 @@ def _eval(ops: Any, case: Case, model: Any, rec: Recorder, prefix: str, facts: d
             rec.outputs(ops, f"{prefix}{SEP}{call}", _call(case, model, batch), facts)
 
 
-def _train(ops: Any, case: Case, model: Any, rec: Recorder, prefix: str, facts: dict) -> None:
+def _train(ops: Any, case: Case, model: Any, rec: Recorder, prefix: str, facts: dict,
+           lengths: tuple[int, ...] = (SEQ,) * N_TRAIN) -> None:
+    """Training steps, one per sequence length given."""
     model.train()
     clear, step = ops.optimizer(model)
     g = ops.generator(2)
     losses, no_grad = [], []
-    for i in range(N_TRAIN):
+    for i, seq in enumerate(lengths):
         clear()
-        batch = case.batch(ops, g, model)
+        batch = case.batch(ops, g, model, seq)
         output = _call(case, model, batch)
         loss = (case.loss or _output_loss)(ops, model, batch, output)
         ops.backward(loss)
@@ -898,6 +905,10 @@ def run_model(ops: Any, case: Case, rec: Recorder, ckpt: Path, load_from: Path |
         _train(ops, case, model, rec, "train", facts)
     rec.facts["runtime"] = wrapped_stats(model, ops)
     del model
+    if case.sized:
+        with rec.check("lengths") as facts:
+            model = fresh()
+            _train(ops, case, model, rec, "lengths", facts, LENGTHS)
     if case.resize is not None:
         with rec.check("resize") as facts:
             model = fresh()
@@ -1063,10 +1074,10 @@ def compare_model(orig: Side, rewr: Side, tolerance: float) -> dict[str, Any]:
     struct("names", orig.facts["construct"]["structure"], rewr.facts["construct"]["structure"])
     if rewr.facts["construct"]["isinstance_misses"] != orig.facts["construct"]["isinstance_misses"]:
         differ("classes", "; ".join(rewr.facts["construct"]["isinstance_misses"][:3]))
-    for part in ("eval", "train", "resize", "checkpointing"):
+    for part in ("eval", "train", "lengths", "resize", "checkpointing"):
         if part not in orig.facts and part not in rewr.facts or same_error(part):
             continue
-        if part in ("train", "checkpointing"):
+        if part in ("train", "lengths", "checkpointing"):
             for step, (a, b) in enumerate(zip(orig.facts[part]["no_grad"], rewr.facts[part]["no_grad"])):
                 if a != b:
                     differ(part, f"step {step}: without a gradient in the original only: {sorted(set(a) - set(b))[:3]}, "

@@ -35,9 +35,9 @@ class Embeddings(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.word = nn.Embedding(cfg.vocab_size, cfg.hidden)
-        self.position = nn.Embedding(16, cfg.hidden)
+        self.position = nn.Embedding(32, cfg.hidden)
         self.norm = nn.LayerNorm(cfg.hidden)
-        self.register_buffer("positions", torch.arange(16), persistent=False)
+        self.register_buffer("positions", torch.arange(32), persistent=False)
 
     def forward(self, ids):
         return self.norm(self.word(ids) + self.position(self.positions[: ids.shape[1]]))
@@ -144,9 +144,9 @@ class Embeddings(nn.Layer):
     def __init__(self, cfg):
         super().__init__()
         self.word = nn.Embedding(cfg.vocab_size, cfg.hidden)
-        self.position = nn.Embedding(16, cfg.hidden)
+        self.position = nn.Embedding(32, cfg.hidden)
         self.norm = nn.LayerNorm(cfg.hidden)
-        self.register_buffer("positions", paddle.arange(16), persistable=False)
+        self.register_buffer("positions", paddle.arange(32), persistable=False)
 
     def forward(self, ids):
         return self.norm(self.word(ids) + self.position(self.positions[: ids.shape[1]]))
@@ -240,8 +240,8 @@ def _suite(framework: str) -> dropin.Suite:
         def build(ops: Any) -> Any:
             return lib.Model(lib.Config(layers=2))
 
-        def batch(ops: Any, g: Any, model: Any) -> dict:
-            ids = ops.randint(g, 0, model.config.vocab_size, (2, 8))
+        def batch(ops: Any, g: Any, model: Any, seq: int) -> dict:
+            ids = ops.randint(g, 0, model.config.vocab_size, (2, seq))
             return {"input_ids": ids, "labels": ids}
 
         switch = "gradient_checkpointing_enable" if framework == "torch" else "recompute_enable"
@@ -252,6 +252,7 @@ def _suite(framework: str) -> dropin.Suite:
                 load=lambda ops, folder: lib.Model.from_pretrained(str(folder)),
                 resize=lambda ops, model: model.resize_token_embeddings(model.config.vocab_size + 5),
                 checkpointing=lambda ops, model: getattr(model, switch)(),
+                sized=True,
             )
         }
 

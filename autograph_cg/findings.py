@@ -36,6 +36,9 @@ class Finding:
     source_line: str = ""  # the stripped text of the first line, for baselines and reports
     condition: str = ""  # it runs only when this holds, which is off by default (the class is then conditional)
     guard: tuple[tuple[str, str], ...] = ()  # tests of the function's arguments that keep it from running
+    # the test of the refresh it writes the layer's state in (`analysis/refresh.py`): no hazard, the runtime
+    # recaptures after a refresh
+    refresh: str = ""
 
     @property
     def line(self) -> int:

@@ -19,6 +19,7 @@ from autograph_cg.analysis import nodes
 from autograph_cg.analysis.devices import on_cuda
 from autograph_cg.analysis.facts import CallRef, Condition, FunctionFacts
 from autograph_cg.analysis import guards
+from autograph_cg.analysis import refresh
 from autograph_cg.analysis.guards import KWARGS, OTHER, SPREAD
 from autograph_cg.analysis.kinds import (
     BOOL_TENSOR,
@@ -235,7 +236,7 @@ class FunctionContext:
         "module", "cls", "qualname", "scope_name", "env", "origins", "kinds", "findings", "calls", "writes_self",
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
         "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "optional", "tests", "exits", "finding_exits",
-        "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain", "held",
+        "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain", "held", "refreshing", "refreshes",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -269,6 +270,10 @@ class FunctionContext:
         self.conditions: list[Condition] = []  # the `if` tests met, for code that runs only when they hold
         self.active: tuple[int, ...] = ()  # the conditions the node being walked sits under
         self.guards: list[tuple[int, ...]] = []  # per finding, the conditions active when it was reported
+        # the conditions whose test reads state of `self` that their branch writes (`analysis/refresh.py`), and per
+        # finding the one of them a write of the layer's state sits under (-1: none)
+        self.refreshing: set[int] = set()
+        self.refreshes: list[int] = []
         # `**kwargs` when only handed on: its name, and what a call that spreads it passes (KWARGS and the other
         # parameter names, which it cannot hold); None otherwise
         self.kwargs: tuple[str, Expr] | None = None
@@ -357,6 +362,7 @@ class FunctionContext:
             return
         span = self.module.span(node)
         self.guards.append(self.active)
+        self.refreshes.append(self._refreshed_by(node))
         self.finding_exits.append(self.exits)
         self.assumes.append(self._assumed(node))
         self.findings.append(
@@ -369,6 +375,13 @@ class FunctionContext:
                 source_line=self.module.line_text(span.line),
             )
         )
+
+    def _refreshed_by(self, node: ast.AST) -> int:
+        """The condition of a refresh that a finding at `node` writes the layer's state under; -1 when it is no such
+        write or sits in no refresh of this function's own (a closure's write may run later)."""
+        if not self.refreshing or self.scope_name != self.qualname or refresh.written(node) is None:
+            return -1
+        return next((index for index in reversed(self.active) if index in self.refreshing), -1)
 
     def _run(self, rules: Iterable[Rule], node: ast.AST) -> None:
         """Structural rules (node types, hooks) report what their check yields."""
@@ -422,6 +435,7 @@ class FunctionContext:
             writes_self=tuple(sorted(self.writes_self)),
             conditions=tuple(self.conditions),
             guards=tuple(self.guards) if any(self.guards) else (),
+            refreshes=tuple(self.refreshes) if any(r >= 0 for r in self.refreshes) else (),
             ops=self.ops,
             cuts=tuple(cuts) if any(cuts) else (),
             assumes=tuple(self.assumes) if any(self.assumes) else (),
@@ -472,12 +486,15 @@ class FunctionContext:
                 found |= inner
         return found
 
-    def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt]) -> None:
-        """Walk `body` as code that runs only when `test` holds (or fails, for an `else`)."""
+    def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt], refreshes: bool = False) -> None:
+        """Walk `body` as code that runs only when `test` holds (or fails, for an `else`); `refreshes`: `test` reads
+        state of `self` that `body` writes, so the writes of the layer's state there are a refresh."""
         index = self._condition(test, negated)
         if index is None:
             self.body(body)
             return
+        if refreshes:
+            self.refreshing.add(index)
         outer = self.active
         self.active = outer + (index,)
         try:
@@ -1208,6 +1225,7 @@ def _augassign(ctx: FunctionContext, node: ast.AugAssign) -> None:
 
 
 def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
+    read = len(ctx.findings)
     ctx.test(node.test)
     rules = DISPATCH.nodes.get(type(node))
     if rules:
@@ -1230,7 +1248,9 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
         return
     runs = on_cuda(node.test, ctx.qualify)  # an arm for another device never runs inside a CUDA graph
     if runs is not False:
-        ctx.guarded(node.test, False, node.body) if runs is None else ctx.body(node.body)
+        # a test that found nothing (no tensor read on the host) and reads state of `self` that the body writes
+        refreshes = ctx.cls is not None and len(ctx.findings) == read and refresh.refreshes(node.test, node.body)
+        ctx.guarded(node.test, False, node.body, refreshes) if runs is None else ctx.body(node.body)
     if runs is not True and node.orelse:
         ctx.guarded(node.test, True, node.orelse) if runs is None else ctx.body(node.orelse)
 

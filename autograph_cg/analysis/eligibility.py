@@ -514,7 +514,7 @@ class Package:
             result.absorb(Status.UNKNOWN, [_internal(function.qualname, function.error, module.path, function.line)], step, hard=True)
         off = self._off_conditions(module, function)
         for index, finding in enumerate(function.findings):
-            if not self.keep(finding.code) or self._unfounded(function, index):
+            if not self.keep(finding.code) or self._unfounded(function, index) or function.refresh(index) is not None:
                 continue
             rule = RULES[finding.code]
             if rule.blocks:
@@ -642,6 +642,8 @@ class Package:
                 runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
                 result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
                 return
+            if target in DISPATCH.layer_methods and self.is_layer(context) and not self.solver.assigns(context, target):
+                return  # the framework's `self.register_buffer(...)`: a rule judges the call itself (AG407)
             held = self.solver.attribute(context, target) or self.solver.assigned_under_tests(context, target)
             self._run(
                 held, call, module, result, f"{step} → self.{target}", default=lambda: self.configured.attribute(context, target), holder=f"self.{target}"
@@ -978,10 +980,12 @@ class Package:
             for index, finding in enumerate(function.findings):
                 if self.keep(finding.code) and not self._unfounded(function, index):
                     condition = _condition_text(function, function.guard(index), off)
-                    waived = condition and finding.code.startswith(_WAIVABLE) or not RULES[finding.code].blocks
+                    refresh = function.refresh(index)
+                    text = refresh.text if refresh is not None else ""  # a refresh of state its test reads: no hazard
+                    waived = text or condition and finding.code.startswith(_WAIVABLE) or not RULES[finding.code].blocks
                     kept_out = () if waived else guards.keep_out(function, function.guard(index))
                     guard = kept_out[0] if kept_out else ()
-                    found.append(replace(finding, condition=condition, guard=guard) if condition or guard else finding)
+                    found.append(replace(finding, condition=condition, guard=guard, refresh=text) if condition or guard or text else finding)
         extra: dict[tuple[str, int, int, str], Finding] = {}
         for (finding,) in self._report("finding"):  # one per place, the same whatever order the calls were judged in
             key = (finding.path, finding.span.line, finding.span.col, finding.code)

@@ -80,6 +80,9 @@ class FunctionFacts:
     ops: int = 0  # tensor operations its body runs once through: about the kernels it launches itself
     conditions: tuple[Condition, ...] = ()  # the `if` tests code of this function sits under
     guards: tuple[tuple[int, ...], ...] = ()  # per finding, the conditions it sits under (empty: none at all)
+    # per finding that writes the layer's state in a refresh (`analysis/refresh.py`), the condition whose test reads
+    # that state; -1 for the others (empty: none at all)
+    refreshes: tuple[int, ...] = ()
     # per finding, the calls whose truth while capturing keeps it out of a graph (see `CallRef.cut`)
     cuts: tuple[tuple[str, ...], ...] = ()
     # per finding, other modules' functions whose results alone make what it reads a tensor: if each returns a host
@@ -95,6 +98,11 @@ class FunctionFacts:
 
     def guard(self, index: int) -> tuple[int, ...]:
         return self.guards[index] if index < len(self.guards) else ()
+
+    def refresh(self, index: int) -> Condition | None:
+        """The test of the refresh the finding writes the layer's state in, None when it is no such write."""
+        at = self.refreshes[index] if index < len(self.refreshes) else -1
+        return self.conditions[at] if at >= 0 else None
 
     def cut(self, index: int) -> tuple[str, ...]:
         return self.cuts[index] if index < len(self.cuts) else ()

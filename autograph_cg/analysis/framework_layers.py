@@ -185,8 +185,8 @@ PADDLE: list[Layer] = [
            "place; forward re-sets `_data_format` from the same constructor value on every call",
            waives=("AG401 `self._data_format`",)),
     Layer(f"{_P}.SyncBatchNorm", KNOWN, SOURCE, "sync_batch_norm_: the statistics are all-reduced by NCCL inside the "
-          "kernel, on the device; forward re-sets `_data_format` from the same constructor value on every call",
-          waives=("AG401 `self._data_format`",)),
+          "kernel, on the device; forward re-sets `_data_format` from the same constructor value on every call, "
+          "where its test of that attribute holds (a refresh: `analysis/refresh.py`)"),
     *_rows(KNOWN, SOURCE, _P, "GroupNorm LayerNorm", "group_norm / layer_norm kernels"),
     *_rows(KNOWN, SOURCE, _P, "InstanceNorm1D InstanceNorm2D InstanceNorm3D", "instance_norm kernel"),
     Layer(f"{_P}.LocalResponseNorm", KNOWN, SOURCE, "pad, pool and elementwise ops", True),
@@ -207,8 +207,7 @@ PADDLE: list[Layer] = [
     *_rows(OFF, SOURCE, _P, "FractionalMaxPool2D FractionalMaxPool3D", "without random_u the kernel draws its own; "
            "not checked for a graph-safe seed", True),
     Layer(f"{_P}.Upsample", KNOWN, SOURCE, "interpolate kernels; forward sets `data_format` once from the input rank "
-          "when it was None (the rank is part of the graph key)", True,
-          waives=("AG401 `self.data_format`",)),
+          "when it was None (a refresh: `analysis/refresh.py`)", True),
     *_rows(KNOWN, SOURCE, _P, "UpsamplingNearest2D UpsamplingBilinear2D UpsamplingNearest2d UpsamplingBilinear2d",
            "interpolate kernels", True),
     *_rows(KNOWN, SOURCE, _P, "PixelShuffle PixelUnshuffle ChannelShuffle Fold Unfold", "reshape and im2col kernels",

@@ -405,13 +405,24 @@ def _text_self_writes(scope: ModuleScope, methods: list[ast.FunctionDef | ast.As
 def _suppressed(scope: ModuleScope, facts: FunctionFacts) -> FunctionFacts:
     if not scope.suppressions.ignores or not facts.findings:
         return facts
-    kept = tuple(
-        f for f in facts.findings if not scope.suppressions.ignored(f.span.line, f.span.end_line, f.code, RULES[f.code].name)
-    )
+    kept = [
+        i for i, f in enumerate(facts.findings)
+        if not scope.suppressions.ignored(f.span.line, f.span.end_line, f.code, RULES[f.code].name)
+    ]
     if len(kept) == len(facts.findings):
         return facts
-    guards = tuple(facts.guard(i) for i, f in enumerate(facts.findings) if f in kept)
-    return replace(facts, findings=kept, guards=guards)
+
+    def per_finding(values: tuple, missing: object) -> tuple:  # what is recorded per finding, kept in step with them
+        return tuple(values[i] if i < len(values) else missing for i in kept) if values else ()
+
+    return replace(
+        facts,
+        findings=tuple(facts.findings[i] for i in kept),
+        guards=per_finding(facts.guards, ()),
+        refreshes=per_finding(facts.refreshes, -1),
+        cuts=per_finding(facts.cuts, ()),
+        assumes=per_finding(facts.assumes, ()),
+    )
 
 
 def _is_skipped(scope: ModuleScope, node: ast.ClassDef) -> bool:

@@ -23,7 +23,9 @@ class Status(str, enum.Enum):
 #: What each verdict means, for `autograph-cg explain <verdict>`.
 STATUS_DOCS = {
     Status.ELIGIBLE: "Its forward, everything it calls and every sublayer it runs were read and are free of hazards "
-    "that block capture. `plan` wraps it where it is built (when a graph of it pays for its wrapper).",
+    "that block capture. A write of the layer's state under a test of that same state is none: a refresh, listed by "
+    "`lint` with its test (`autograph-cg explain AG401`). `plan` wraps it where it is built (when a graph of it pays "
+    "for its wrapper).",
     Status.CONDITIONAL: "Capturable while the conditions named in its reasons stay off, as they are by default: a "
     "flag set to False in `__init__` (`if self.grad_checkpointing:`), an optional argument left at `None` (`if mask "
     "is not None:`), a package that is only used when installed (`try: import apex` with a fallback), or a "

@@ -26,6 +26,7 @@ def finding_dict(f: Any) -> dict[str, Any]:
         "function": f.function,
         **({"condition": f.condition} if f.condition else {}),
         **({"guard": dict(f.guard)} if f.guard else {}),
+        **({"refresh": f.refresh} if f.refresh else {}),
     }
 
 

@@ -69,6 +69,8 @@ def emit(analysis: Any, stream: TextIO, options: Any = None) -> None:
             result["properties"] = {"condition": finding.condition, "offByDefault": True}
         if finding.guard:  # it runs only when these tests of the arguments fail: a guarded wrapper keeps it out
             result.setdefault("properties", {})["guard"] = dict(finding.guard)
+        if finding.refresh:  # it writes state only when this test finds that state stale: the runtime recaptures after
+            result.setdefault("properties", {})["refresh"] = finding.refresh
         stream.write(("," if number else "") + "\n        " + json.dumps(result, ensure_ascii=False))
     stream.write(("\n      ]" if findings else "]") + tail + "\n")
 

@@ -14,6 +14,18 @@ _REPLAY_WHY = (
     "A replay runs the recorded GPU work only: Python code around it runs once, during capture. State kept on "
     "the host stops changing after capture, silently."
 )
+#: What AG401 and AG407 say of a write of the layer's state that only a test of that state lets run.
+_REFRESH = (
+    "A write in the body of an `if` of the same method whose test reads an attribute of `self` that this body writes, "
+    "in every way the test may hold (each operand of an `or`), is a refresh (`if n > self.max_len: self.max_len = n; "
+    "self.table = ...`, `if self.t.dtype != x.dtype: self.t = ...`, `if self.cache is None: ...`): it is listed with "
+    "that test (`refresh` in JSON and SARIF) and does not block. The runtime keeps no graph from a capture in which the layer's state changed, and drops the graphs that "
+    "may have read it when an eager call changes it; between replays the test's answer cannot change, since it "
+    "reads the layer's state and host values the graph's key fixes. A test of anything else (a flag, an argument, "
+    "`self.training`), one that may also hold whatever the state (`self.deltas is None or past_length == 0`: "
+    "per-call state), a write in the `else` branch, a test that reads a tensor's value, or a write in a closure is "
+    "no refresh; what else the branch does is judged as always."
+)
 
 
 def _self_write(ctx: RuleContext, node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
@@ -113,15 +125,35 @@ RULES = (
         severity=Severity.ERROR,
         message="assigning `{detail}` in forward changes layer state that replays will not update",
         what="Finds assignments to attributes of `self` (`self.x = ...`, `self.n += 1`) in code reachable from "
-        "forward.",
+        "forward. " + _REFRESH,
         why=_REPLAY_WHY + " A counter stays at its capture-time value; a cached tensor keeps pointing at a graph "
         "buffer that the next replay overwrites.",
         example="self.num_calls += 1\nself.last_attn = attn",
-        instead="self.register_buffer('num_calls', paddle.zeros([1]))  # in __init__\nself.num_calls.add_(paddle.ones([1]))  # device-side, captured",
+        instead="self.register_buffer('num_calls', paddle.zeros([1]))  # in __init__\nself.num_calls.add_(paddle.ones([1]))  # device-side, captured\n"
+        "# a cache: rewrite it only where its own test finds it stale (a refresh)\n"
+        "if x.shape[1] > self.max_len:\n    self.max_len = x.shape[1]\n    self.table = make_table(self.max_len)",
         check=_self_write,
         hook="self-write",
-        invalid=("self.count = 1\ny = x", "self.last = x"),
-        valid=("y = self.scale * x",),
+        invalid=(
+            "self.count = 1\ny = x",
+            "self.last = x",
+            "if self.count < 10:\n    y = x\nelse:\n    self.count = 0",
+            "if self.keep:\n    self.last = x",
+            "if not self.training:\n    self.last = x",
+            "if self.table is not None and self.table.shape[0] >= x.shape[0]:\n    y = self.table\nelse:\n    self.table = x * 2",
+            "if x.sum() > self.limit:\n    self.limit = x.shape[0]",
+            "if self.deltas is None or x.shape[0] == 1:\n    self.deltas = x * 2",
+            "if self.table is None:\n    self.table = x * 2\n    def later():\n        self.seen = x\n    self.hook = later",
+        ),
+        valid=(
+            "y = self.scale * x",
+            "if x.shape[1] > self.max_len:\n    self.max_len = x.shape[1]\n    self.table = x[0] * 2\ny = self.table",
+            "if self.cache is None or x.shape[0] > self.cache.shape[0]:\n    self.cache = x * 0\ny = x + self.cache[: x.shape[0]]",
+            "paddle: if self.scale.dtype != x.dtype:\n    self.scale = self.scale.astype(x.dtype)\ny = x * self.scale",
+            "torch: if self.scale.dtype != x.dtype:\n    self.scale = self.scale.to(x.dtype)\ny = x * self.scale",
+            "if not getattr(self, 'warned', False):\n    self.warned = True\ny = x",
+            "if self.enabled and (self.table is None or self.table.shape[0] < x.shape[0]):\n    self.table = x * 2",
+        ),
     ),
     Rule(
         code="AG402",
@@ -257,7 +289,8 @@ RULES = (
         severity=Severity.ERROR,
         message="`{detail}` creates parameters, layers or hooks on every forward call",
         what="Finds parameter and buffer creation, layer construction and hook registration in code reachable "
-        "from forward.",
+        "from forward. `self.register_buffer(\"name\", ...)` writes the layer's state `name`: under a test of that "
+        "state it is a refresh, as for AG401 (creating parameters or layers there is not). " + _REFRESH,
         why="What is created during capture is created once: new parameters are not trained on replay, and hooks "
         "run only at capture. Building layers in forward also allocates on every eager call.",
         example="proj = nn.Linear(x.shape[-1], 64)\ny = proj(x)",
@@ -274,7 +307,13 @@ RULES = (
         invalid=(
             "paddle: proj = nn.Linear(4, 4)\ny = proj(x)", "torch: p = nn.Parameter(x)", "self.register_buffer('b', x)",
             "paddle: w = paddle.create_parameter([4, 4], 'float32')\ny = x @ w",
+            "if self.flag:\n    self.register_buffer('b', x)",
+            "torch: if self.w is None:\n    self.w = nn.Parameter(x)",
+            "paddle: if self.w is None:\n    self.w = self.create_parameter([4, 4], 'float32')",
         ),
-        valid=("y = F.relu(x)", "loss_fn = nn.CrossEntropyLoss()\ny = loss_fn(x, mask)"),
+        valid=(
+            "y = F.relu(x)", "loss_fn = nn.CrossEntropyLoss()\ny = loss_fn(x, mask)",
+            "if self.table is None or x.shape[0] > self.table.shape[0]:\n    self.register_buffer('table', x * 2)\ny = self.table",
+        ),
     ),
 )

@@ -45,6 +45,21 @@ def test_ignore_comments(tmp_path):
     assert sorted(codes(tmp_path)[0]) == ["AG101", "AG201"]
 
 
+def test_an_ignore_comment_keeps_what_is_recorded_per_finding_with_its_finding(tmp_path):
+    """A finding suppressed before others leaves what the walk recorded for each of the others (the refresh a write
+    sits in, the conditions it sits under) with that finding, not with the one now in its place."""
+    text = (
+        "import paddle.nn as nn\n\n\nclass Head(nn.Layer):\n    def forward(self, x):\n"
+        "        self.first = 1  # autograph-cg: ignore[AG401]\n"
+        "        if x.shape[0] > self.size:\n            self.size = x.shape[0]\n"
+        "        self.last = x\n        return x\n"
+    )
+    (tmp_path / "m.py").write_text(text)
+    result = CliRunner().invoke(main, ["lint", str(tmp_path), "--format", "json", "--no-cache"])
+    found = {f["line"]: f.get("refresh") for f in json.loads(result.stdout)["findings"]}
+    assert found == {8: "x.shape[0] > self.size", 9: None}
+
+
 def test_skip_comment_on_a_class_hides_its_findings_and_blocks_its_parent(tmp_path):
     text = LAYER.replace("class Head(nn.Layer):", "class Head(nn.Layer):  # autograph-cg: skip")
     text += "\n\nclass Net(nn.Layer):\n    def __init__(self):\n        super().__init__()\n        self.head = Head()\n\n    def forward(self, x):\n        return self.head(x)\n"

@@ -2528,6 +2528,105 @@ class Required({Layer}):
 """},
         {"m.Optional": "conditional", "m.Required": "ineligible"},
     ),
+    # state a test of that same state finds stale, rewritten in forward (a cache grown in a helper, a lazy buffer): no
+    # hazard, the runtime recaptures after a refresh; per-call state, writes the test does not read, a syncing test
+    # and what else the branch does still block, and the layer's other writes keep their guard
+    "refreshes": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}, Linear
+
+
+class Rotary({Layer}):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+        self._cached_len = 0
+        self._alpha = 1.0
+
+    def update_cache(self, seq_len, alpha=1.0):
+        if seq_len > self._cached_len or alpha != self._alpha:
+            self._cached_len = max(2 * seq_len, 16)
+            self._alpha = alpha
+            self.cos_cached = {fw}.arange(self._cached_len).cos()
+
+    def forward(self, x, seq_len, alpha=1.0):
+        self.update_cache(seq_len, alpha)
+        return x * self.cos_cached[:seq_len]
+
+
+class Attention({Layer}):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = Linear(dim, dim)
+        self.rotary = Rotary(dim)
+        self.last = 1.0
+
+    def forward(self, x):
+        y = self.rotary(self.proj(x), x.shape[1])
+        if not self.training:
+            self.last = 2.0
+        return y * self.last
+
+
+class Lazy({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.table = None
+
+    def forward(self, x):
+        if self.table is None or x.shape[0] > self.table.shape[0]:
+            self.register_buffer("table", x * 2)
+        return x + self.table[: x.shape[0]]
+
+
+class PerCall({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.deltas = None
+
+    def forward(self, x, past_length=0):
+        if self.deltas is None or past_length == 0:
+            self.deltas = x * 2
+        return x + self.deltas
+
+
+class ElseWrite({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.table = None
+
+    def forward(self, x):
+        if self.table is not None and self.table.shape[0] >= x.shape[0]:
+            return x + self.table[: x.shape[0]]
+        else:
+            self.table = x * 2
+        return x
+
+
+class SyncingTest({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.limit = 0
+
+    def forward(self, x):
+        if x.max() > self.limit:
+            self.limit = x.shape[0]
+        return x
+
+
+class SyncingRefresh({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.top = None
+
+    def forward(self, x):
+        if self.top is None:
+            self.top = x.max().item()
+        return x / self.top
+"""},
+        {"m.Rotary": "eligible", "m.Attention": "conditional", "m.Lazy": "eligible", "m.PerCall": "ineligible",
+         "m.ElseWrite": "ineligible", "m.SyncingTest": "ineligible", "m.SyncingRefresh": "conditional"},
+    ),
     # a method of an object that forward builds (`cache = DynamicCache(); cache.get_seq_length()`) is that class's
     # method, found by the resolver, not an attribute of the layer
     "methods-of-an-object-built-in-forward": (
@@ -3593,6 +3692,45 @@ def test_a_finding_a_guard_keeps_out_says_which_in_json_and_sarif_and_explain_te
     assert "properties" not in by_function["Outside.forward"]
     explained = runner.invoke(main, ["explain", "conditional"]).stdout
     assert "under a guard" in explained and 'guard={"past_key_values": "is None"}' in explained
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_refresh_is_listed_with_its_test_and_needs_no_guard(tmp_path: Path, framework: str) -> None:
+    """The writes of a refresh do not block and are listed with the test that finds the state stale; what the branch
+    does besides (a sync) keeps its guard, and so does a write of state the test does not read."""
+    import json
+
+    from click.testing import CliRunner
+
+    from autograph_cg.cli import main
+
+    files, _ = CASES["refreshes"]
+    _write(tmp_path, framework, files)
+    verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
+    guards = {q.removeprefix("pkg.m."): v.guard for q, v in verdicts.items()}
+    assert guards["Rotary"] == guards["Lazy"] == ()
+    assert guards["Attention"] == (("self.training", "truthy"),)
+    assert guards["SyncingRefresh"] == (("self.top", "is not None"),)
+    assert [r.code for r in verdicts["pkg.m.SyncingRefresh"].reasons] == ["AG101"]
+    runner = CliRunner()
+    args = ["lint", str(tmp_path / "pkg"), "--no-cache", "-q", "--format"]
+    report = json.loads(runner.invoke(main, [*args, "json"]).stdout)
+    refreshes = {(f["function"], f["code"]): f.get("refresh") for f in report["findings"] if f["code"] in ("AG401", "AG407")}
+    stale = "seq_len > self._cached_len or alpha != self._alpha"
+    assert refreshes == {
+        ("Rotary.update_cache", "AG401"): stale,
+        ("Attention.forward", "AG401"): None,
+        ("Lazy.forward", "AG407"): "self.table is None or x.shape[0] > self.table.shape[0]",
+        ("PerCall.forward", "AG401"): None,
+        ("ElseWrite.forward", "AG401"): None,
+        ("SyncingTest.forward", "AG401"): None,
+        ("SyncingRefresh.forward", "AG401"): "self.top is None",
+    }
+    sarif = json.loads(runner.invoke(main, [*args, "sarif"]).stdout)
+    rotary = [r for r in sarif["runs"][0]["results"] if r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "Rotary.update_cache"]
+    assert len(rotary) == 3 and all(r["properties"] == {"refresh": stale} for r in rotary)
+    assert "a refresh" in runner.invoke(main, ["explain", "eligible"]).stdout
+    assert "is a refresh" in runner.invoke(main, ["explain", "AG401"]).stdout
 
 
 TRAILING_COMMAS = """from {nn} import {Layer}, Linear, LayerNorm

@@ -22,7 +22,7 @@ CASES = [
 @pytest.mark.parametrize(("rule", "framework", "body", "expect"), CASES)
 def test_rule_case(rule, framework, body, expect):
     source = case_source(body, framework)
-    codes = [f.code for f in lint_text(source)]
+    codes = [f.code for f in lint_text(source) if not f.refresh]  # a refresh is listed, and is no hazard
     if expect:
         assert rule.code in codes, f"{rule.code} did not fire on:\n{source}"
     else:

@@ -1,0 +1,99 @@
+"""Refreshes: a layer's state that forward rewrites only when a test of that same state finds it stale.
+
+`if seqlen > self._seq_len_cached: self._seq_len_cached = ...; self.cos_cached = ...` writes the layer's state in
+forward (AG401), but only while what the test reads of that state is stale. The runtime undoes a capture whose
+forward changed the layer's state and retries it later, and drops the graphs that may have read that state when an
+eager call changes it, so a graph is only ever kept from a capture in which the refresh did not run. Between
+replays the test cannot change its answer without an eager call: it reads the layer's attributes, which replays
+do not write, and host values that the graph's key fixes (shapes, dtypes, `training`, the call's other values).
+Such writes are no hazard; what else the branch does is judged as always.
+
+The recognition is strict and local to one function: the write sits in the body (not the `else`) of an `if` of
+the same function, and that `if`'s test reads an attribute of `self` that its body writes, in every way the test
+may hold. A test on anything else (a flag, an argument alone, `self.training`) refreshes nothing, nor does one that
+may also hold whatever the state (`self.deltas is None or past_length == 0`), and a test that reads a tensor's
+value is a host read found by other rules, under which nothing is waived.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from autograph_cg.analysis import nodes
+
+#: Nodes whose code does not run where they are written: what they write is not the branch's own.
+_DEFERRED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: Builtins that read an attribute named by a string: `getattr(self, "x", None)`, `hasattr(self, "x")`.
+_READERS = frozenset({"getattr", "hasattr"})
+
+
+def written(node: ast.AST) -> str | None:
+    """The attribute of `self` that `node` writes: a target `self.x`, or `self.register_buffer("x", ...)`."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        return node.attr if _is_self(node.value) else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer":
+        name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        return _string(name) if _is_self(node.func.value) else None
+    return None
+
+
+def refreshes(test: ast.expr, body: list[ast.stmt]) -> bool:
+    """Whether `test` holds only where what it reads of the state `body` writes says so: then every write of the
+    layer's state in `body` is a refresh. Each way an `or` may hold must read that state (`self.deltas is None or
+    past_length == 0` also runs on every prefill, whatever the state: per-call state, not a refresh), one part of an
+    `and` is enough (`flag and self.cache is None`)."""
+    return bool(_read(test)) and _stale(test, _assigned(body), True)
+
+
+def _stale(test: ast.expr, written: set[str], holds: bool) -> bool:
+    """Whether `test` holding (failing, not `holds`) needs some part of it that reads one of `written`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _stale(test.operand, written, not holds)
+    if isinstance(test, ast.BoolOp):
+        parts = [_stale(value, written, holds) for value in test.values]
+        return all(parts) if isinstance(test.op, ast.Or) == holds else any(parts)  # `not (a and b)`: `not a or not b`
+    return bool(_read(test) & written)
+
+
+def _read(test: ast.expr) -> set[str]:
+    """The attributes of `self` that `test` reads: `self.x` (`self.x.shape` too), `getattr(self, "x")`,
+    `hasattr(self, "x")`."""
+    found: set[str] = set()
+    for node in _walk(test):
+        if isinstance(node, ast.Attribute) and _is_self(node.value):
+            found.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _READERS:
+            if len(node.args) >= 2 and _is_self(node.args[0]) and (name := _string(node.args[1])) is not None:
+                found.add(name)
+    return found
+
+
+def _assigned(statements: list[ast.stmt]) -> set[str]:
+    """The attributes of `self` that `statements` write where they stand (nested blocks included)."""
+    found: set[str] = set()
+    for statement in statements:
+        for node in _walk(statement):
+            name = written(node)
+            if name is not None:
+                found.add(name)
+    return found
+
+
+def _walk(root: ast.AST) -> list[ast.AST]:
+    """`root` and the nodes under it, leaving out the bodies of nested functions, classes and lambdas."""
+    found: list[ast.AST] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if not isinstance(node, _DEFERRED):
+            todo.extend(nodes.children(node))
+    return found
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _string(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

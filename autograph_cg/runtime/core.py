@@ -123,6 +123,7 @@ class Runner:
         self.graph_count = 0
         self._params: list | None = None
         self._buffers: list = []
+        self._sublayers: list = []  # the layer and every layer below it, read with the parameters
         self._ids: tuple = ()  # ids of the parameters and buffers, read with them
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
@@ -343,7 +344,7 @@ class Runner:
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = self.ops.state(self.layer)
-            sublayers = self.ops.sublayers(self.layer)
+            sublayers = self._sublayers = self.ops.sublayers(self.layer)
             self.ops.watch(sublayers)
             self._ids = (
                 tuple(map(id, self._params)),
@@ -497,7 +498,7 @@ class Runner:
     ) -> Slot:
         """The forward graph, and in training the backward graph, of one new slot."""
         ops, (backend, device) = self.ops, place
-        fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+        fwd = ops.new_graph(backend, device, ledger.pool_for_capture(), self._sublayers)
         flat = fwd.capture(run_layer)
         ledger.adopt(fwd)
         slot = Slot(
@@ -512,7 +513,7 @@ class Runner:
             layouts = entry.grad_layouts
             slot.grad_outputs = [ops.zeros_in_layout(flat[i], layouts.get(i)) for i in slot.diff_outputs]
             slot.zeroed = [True] * len(slot.grad_outputs)
-            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture(), [])
             slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
             ledger.adopt(slot.bwd)
             slot.bwd_seq = ledger.next_seq()

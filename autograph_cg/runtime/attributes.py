@@ -1,21 +1,27 @@
-"""The plain attributes of some layers: noted at one moment, compared with what they are later, put back.
+"""The plain attributes of the layers inside a wrapped layer: noted before a run, compared after it.
 
-A graph reads the tensors its layers' attributes held at capture and bakes in their host values; a forward
-that rebinds an attribute (a cache table grown for a longer input) changes what eager reads, not what the
-graph reads. The CPU stand-in replays with the attributes as the capture left them (``Snapshot.replayed``),
-as a graph's kernels do.
+A graph reads the tensors its layers' attributes held at capture and bakes in their host values. A
+forward that rebinds an attribute (a cache table grown for a longer input, ``self._seq_len_cached``)
+leaves the graphs captured before reading a freed or stale table. So a capture notes the attributes of
+every layer it runs and puts back what it changed, and an eager run while graphs exist compares them
+after and counts what changed (``record``): every wrapper whose layers hold a changed one drops its
+graphs when it next reads its parameter lists, which the same count makes it do (structure.py), so a
+replay checks nothing more. Docs: docs/runtime.md, "Layer attributes a forward changes".
 
 Compared cheaply: every value by identity first, in one pass over all the layers; where that differs,
 host values (None, bool, int, float, complex, str, bytes, tuples of them, the framework's dtypes and
-devices) by value. Buffers count as attributes; the framework's own bookkeeping (parameters, sublayers,
-hooks, the training flag) does not.
+devices) by value. Buffers count as attributes (a buffer rebound while capturing must be put back
+too); the framework's own bookkeeping (parameters, sublayers, hooks, the training flag) does not.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
+import weakref
 from typing import Any, Callable, NamedTuple, Sequence
+
+from . import structure
 
 _HOST = frozenset({type(None), bool, int, float, complex, str, bytes})
 _MISSING = object()
@@ -23,6 +29,7 @@ _NO_BUFFERS: dict = {}  # the buffers of a layer without a buffer dict: never wr
 _BUFFERS = "_buffers"
 _chain = itertools.chain.from_iterable
 _is = operator.is_
+SHOWN = 3  # attributes a description names before "and N more"
 
 
 class Change(NamedTuple):
@@ -117,3 +124,51 @@ def _tables_of(layer: Any) -> tuple[dict, dict]:
     """The layer's ``__dict__`` and its buffers (the very dict, empty or not: a run may add the first one)."""
     d = vars(layer)
     return d, d.get(_BUFFERS, _NO_BUFFERS)
+
+
+def describe(changes: Sequence[Change], names: dict[int, str]) -> str:
+    """The changed attributes as ``path.name`` (``names``: a layer's path in the wrapped layer by id)."""
+    paths = list(dict.fromkeys(_path(names.get(id(c.layer), "?"), c.name) for c in changes))
+    more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return ", ".join(f"`{p}`" for p in paths[:SHOWN]) + more
+
+
+def _path(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+# Layers whose attributes an eager run changed: id -> (weak reference, times changed, serial of the last
+# change, its description). A wrapper sums the counts over its layers when it reads its lists.
+_changed: dict[int, tuple[weakref.ref, int, int, str]] = {}
+_serial = itertools.count(1)
+
+
+def record(changes: Sequence[Change], description: str) -> None:
+    """An eager run changed these layers' attributes: every wrapper holding one of them drops its graphs
+    at its next call (the structure epoch moves, so each reads its lists again and sees the count)."""
+    serial = next(_serial)
+    for layer in {id(c.layer): c.layer for c in changes}.values():
+        key = id(layer)
+        entry = _changed.get(key)
+        count = entry[1] if entry is not None and entry[0]() is layer else 0
+        ref = weakref.ref(layer, lambda dead, key=key: _forget(key, dead))
+        _changed[key] = (ref, count + 1, serial, description)
+    structure.invalidate()
+
+
+def _forget(key: int, dead: weakref.ref) -> None:
+    entry = _changed.get(key)
+    if entry is not None and entry[0] is dead:
+        del _changed[key]
+
+
+def changed_in(layers: Sequence[Any]) -> tuple[int, str]:
+    """How many times eager runs changed the attributes of these layers, and the latest such change."""
+    total, latest, text = 0, 0, ""
+    for layer in layers:
+        entry = _changed.get(id(layer))
+        if entry is not None and entry[0]() is layer:
+            total += entry[1]
+            if entry[2] > latest:
+                latest, text = entry[2], entry[3]
+    return total, text

@@ -50,6 +50,7 @@ class Ops(Protocol):
     def structure_epoch(self) -> int: ...  # changes when a watched layer registers a parameter, buffer or sublayer
     def watch(self, layers: list) -> None: ...  # count registrations on these layers (structure.py)
     def sublayers(self, layer: Any) -> list: ...  # the layer and every layer below it
+    def named_sublayers(self, layer: Any) -> list[tuple[str, Any]]: ...  # the same with their paths ("" for the layer)
     def snapshot(self, layers: list) -> Snapshot: ...  # the layers' attributes now, the framework's own left out
     def state(self, layer: Any) -> list: ...  # what forward may change in place besides parameters: buffers
     def compile(self, forward: Callable[..., Any], options: Any) -> Callable[..., Any]: ...  # the framework's compiler

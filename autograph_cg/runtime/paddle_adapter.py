@@ -206,6 +206,7 @@ class PaddleOps:
     watch = staticmethod(structure.watch)
 
     sublayers = staticmethod(lambda layer: layer.sublayers(include_self=True))
+    named_sublayers = staticmethod(lambda layer: list(layer.named_sublayers(include_self=True)))
     # Batch-norm statistics are parameters that take no gradient, changed in place by forward.
     state = staticmethod(lambda layer: [*layer.buffers(), *(p for p in layer.parameters() if p.stop_gradient)])
 

@@ -322,6 +322,7 @@ class TorchOps:
     watch = staticmethod(structure.watch)
 
     sublayers = staticmethod(lambda layer: list(layer.modules()))
+    named_sublayers = staticmethod(lambda layer: list(layer.named_modules()))
     state = staticmethod(lambda layer: list(layer.buffers()))
 
     def snapshot(self, layers: list) -> attributes.Snapshot:

@@ -151,7 +151,7 @@ class Runner:
         self.no_fuse: set[Entry] = set()
         self.runs: weakref.WeakSet = weakref.WeakSet()  # the fused runs this layer is a member of
         self.inside: list[Runner] = []  # of a fused run's runner: its members' runners
-        self.watching = 0  # eager runs of the layer whose changes to its layers' attributes are being noted
+        self.watch_depth = 0  # eager runs of the layer whose changes to its layers' attributes are being noted
 
     def training(self) -> Any:
         return getattr(self.layer, "training", False)
@@ -314,11 +314,11 @@ class Runner:
             return
         self._read_parameters()
         before = self.ops.snapshot(self._sublayers)
-        self.watching += 1
+        self.watch_depth += 1
         try:
             yield
         finally:
-            self.watching -= 1
+            self.watch_depth -= 1
             changes = before.changes()
             if changes:
                 attributes.record(changes, f"{self._describe(changes)} (in an eager call of {self.stats.name})")
@@ -326,7 +326,7 @@ class Runner:
     def _watched_around(self) -> bool:
         runner = self.outer
         while runner is not None:
-            if runner.watching:
+            if runner.watch_depth:
                 return True
             runner = runner.outer
         return False

@@ -187,12 +187,21 @@ class Chain:
         name = f"run {names[0]} .. {names[-1]} ({len(members)} layers)"
         options = replace(head.options, num_warmup_steps=0, fuse=False, guard=(), name=name)
         self.runner = new_runner(ops, layer, layer.forward, options, name)
+        # An eager run of a member (or of the run) while the run holds graphs is watched for changed attributes.
+        self.runner.inside = [m.runner for m in members]
+        for member in members:
+            member.runner.runs.add(self)
         # Members after the head whose forward changes buffers (batch-norm statistics): their buffers as
         # they were before the replay, put back where the run ends before their call.
         self.changing = [i for i, m in enumerate(members) if i and m.entry.mutates_buffers]
         self._epoch = -1  # the structure epoch `_kept` was read at
         self._kept: list[tuple[int, Any, Any]] = []  # (member index, buffer, its backup) of the changing members
         self._copy: tuple[list, list] = ([], [])  # the backups and the buffers, for one batched copy per replay
+
+    def holds_graphs(self) -> bool:
+        """Its graphs may replay: it is still its head's run, and its runner holds graphs."""
+        head = self.members[0]
+        return head.runner.chains.get(head.entry) is self and self.runner.holds_graphs()
 
     def kept(self) -> list[tuple[int, Any, Any]]:
         """The changing members' buffers and their backups, re-read when any layer's structure changed."""

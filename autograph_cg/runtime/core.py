@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
-from . import chains, guards, settings, verify
+from . import attributes, chains, guards, settings, verify
 from .gradbank import GradBank, accumulate_eagerly
 from .keys import GraphKey, explain_miss
 from .ops import Ops
@@ -27,6 +28,9 @@ PROBATION = 3  # backwards of a layer during which its parameters are passed to 
 # Captures of one key dropped for gradients in another layout; past it, such backwards run eagerly (a gradient that
 # alternates between layouts would otherwise be captured again at every step).
 MAX_RELAYOUTS = 3
+# Captures of one key that changed layer state (put back, the call run eagerly); past it, the key runs eagerly: a
+# forward that changes its attributes on every call (a call counter) would otherwise capture at every call.
+MAX_STATE_CHANGES = 3
 
 
 class _CaptureDepth(threading.local):
@@ -123,6 +127,8 @@ class Runner:
         self.graph_count = 0
         self._params: list | None = None
         self._buffers: list = []
+        self._sublayers: list = []  # the layer and every layer below it, read with the parameters
+        self._changed = 0  # eager runs that changed the attributes of those layers, at the last read (attributes.py)
         self._ids: tuple = ()  # ids of the parameters and buffers, read with them
         self._signature: tuple | None = None
         self._epoch = -1  # ops.structure_epoch() when the parameters were read
@@ -143,6 +149,9 @@ class Runner:
         self.chains: dict[Entry, chains.Chain] = {}
         self.chain_breaks: dict[Entry, int] = {}
         self.no_fuse: set[Entry] = set()
+        self.runs: weakref.WeakSet = weakref.WeakSet()  # the fused runs this layer is a member of
+        self.inside: list[Runner] = []  # of a fused run's runner: its members' runners
+        self.watch_depth = 0  # eager runs of the layer whose changes to its layers' attributes are being noted
 
     def training(self) -> Any:
         return getattr(self.layer, "training", False)
@@ -155,7 +164,10 @@ class Runner:
             # inside another wrapped layer (or its capture): part of its graph, unless that one runs eagerly
             # (for good, or for this call: a guard it failed, an argument it cannot take)
             self.stats.nested_calls += 1
-            return self.plain(*args, **kwargs)
+            if _CAPTURE.depth:  # the capture notes and puts back what it changes
+                return self.plain(*args, **kwargs)
+            with self._watching():
+                return self.plain(*args, **kwargs)
         reason = settings.disabled_by_env()
         if reason:
             chains.drop_pending()
@@ -258,13 +270,13 @@ class Runner:
         self.stats.fallback(reason, detail)
         self.eager_depth += 1
         try:
-            with self.ops.layer_context():
+            with self.ops.layer_context(), self._watching():
                 return self._uncompiled(*args, **kwargs)
         finally:
             self.eager_depth -= 1
 
     def _run_eagerly(self, args: tuple, kwargs: dict) -> Any:
-        with self.ops.layer_context():
+        with self.ops.layer_context(), self._watching():
             if self.plain is self._uncompiled:
                 return self.plain(*args, **kwargs)
             try:
@@ -273,6 +285,70 @@ class Runner:
                 out = self._uncompiled(*args, **kwargs)
                 self._uncompile(f"compiling failed: {_first_line(err)}")
                 return out
+
+    def holds_graphs(self) -> bool:
+        """Graphs that replay this layer's computation exist: its own (unless it is eager for good) or a fused
+        run's that it belongs to."""
+        if self.graph_count and self.stats.disabled_reason is None:
+            return True
+        return any(run.holds_graphs() for run in self.runs)
+
+    def _under_graphs(self) -> bool:
+        """Graphs that may read this layer's attributes exist: its own, those of the wrapped layers around it, of
+        the fused runs they belong to, and, for a fused run's runner, its members'."""
+        runner: Runner | None = self
+        while runner is not None:
+            if runner.holds_graphs():
+                return True
+            runner = runner.outer
+        return any(member._under_graphs() for member in self.inside)
+
+    @contextlib.contextmanager
+    def _watching(self) -> Iterator[None]:
+        """Around a run of the layer's Python outside a graph: where graphs may read its layers' attributes, note
+        what the run changed, so that every wrapper holding a changed layer drops its graphs (attributes.py).
+        Nothing is walked while no such graph exists (warmup, a layer eager for good), nor inside the eager run of
+        a wrapped layer around it that notes its changes already."""
+        if self._watched_around() or not self._under_graphs():
+            yield
+            return
+        self._read_parameters()
+        before = self.ops.snapshot(self._sublayers)
+        self.watch_depth += 1
+        try:
+            yield
+        finally:
+            self.watch_depth -= 1
+            changes = before.changes()
+            if changes:
+                attributes.record(changes, f"{self._describe(changes)} (in an eager call of {self.stats.name})")
+
+    def _watched_around(self) -> bool:
+        runner = self.outer
+        while runner is not None:
+            if runner.watch_depth:
+                return True
+            runner = runner.outer
+        return False
+
+    def _describe(self, changes: list) -> str:
+        names = {id(layer): name for name, layer in self.ops.named_sublayers(self.layer)}
+        return attributes.describe(changes, names)
+
+    def _changed_while_capturing(self, entry: Entry, changes: list) -> None:
+        """A capture changed layer state (put back by now): no graph, this call runs eagerly as a warmup call
+        would, and the key captures again at a later call, or runs eagerly for good after MAX_STATE_CHANGES (a
+        fused run's runner is made eager instead: its head drops the run, and its layers capture on their own)."""
+        what = self._describe(changes)
+        self.stats.warmup_calls += 1
+        self.stats.fallback(f"forward changed layer state while capturing: {what}")
+        entry.state_changes += 1
+        if entry.state_changes >= MAX_STATE_CHANGES:
+            reason = f"forward changes layer state at every capture: {what}"
+            if self.inside:
+                self.stats.disable(reason)
+            else:
+                entry.placement = ("", None, reason)
 
     def _uncompile(self, reason: str) -> None:
         """Go on without the compiler: graphs of the plain forward from the next capture on."""
@@ -338,12 +414,13 @@ class Runner:
         """The layer's parameters, re-read when the framework says a layer inside a wrapped layer registered
         a new parameter, buffer or sublayer since the last read (``load_state_dict(assign=True)``,
         ``block.fc = nn.Linear(...)``, an adapter library putting its layers in place of the
-        originals): a walk per call would cost more than the replay."""
+        originals), or an eager run changed a layer's attributes: a walk per call would cost more than the
+        replay. The graphs go if an eager run changed the attributes of one of the layers since the last read."""
         epoch = self.ops.structure_epoch()
         if self._params is None or epoch != self._epoch:
             self._params = list(self.layer.parameters())  # both frameworks' layers spell these alike
             self._buffers = self.ops.state(self.layer)
-            sublayers = self.ops.sublayers(self.layer)
+            sublayers = self._sublayers = self.ops.sublayers(self.layer)
             self.ops.watch(sublayers)
             self._ids = (
                 tuple(map(id, self._params)),
@@ -351,6 +428,12 @@ class Runner:
                 tuple(map(id, sublayers)),  # a sublayer replaced by one without parameters
             )
             self._epoch = epoch
+            changed, latest = attributes.changed_in(sublayers)
+            if changed != self._changed:
+                if self.graph_count:  # they may read a table the eager run replaced, or bake in an old value
+                    self._drop_graphs()
+                    self.stats.recapture(f"an eager call changed layer state: {latest}")
+                self._changed = changed
         return self._params
 
     def _check_parameters(self) -> bool:
@@ -400,12 +483,30 @@ class Runner:
                 f"graph cache full ({self.max_graphs} graphs)", explain_miss(entry.key, others)
             )
             return None
-        slot = self._capture(entry, tensors, spec, backend, device)
+        # What the capture changes of the layers' attributes is put back: its probe and capture ran the forward
+        # twice, and a graph of a forward that changed them would read what the capture left (a table the next
+        # eager refresh frees).
+        before = self.ops.snapshot(self._sublayers)
+        slot = self._capture(entry, tensors, spec, backend, device, before)
+        changes = before.changes()
+        if changes:
+            before.restore(changes)
+            self._changed_while_capturing(entry, changes)
+            return None
         if slot is None:
             self.stats.eager_calls += 1
+            return None
+        self.stats.captures += 1
+        self.graph_count += 1
+        entry.slots.append(slot)
+        settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, entry.key.tensors)
         return slot
 
-    def _capture(self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any) -> Slot | None:
+    def _capture(
+        self, entry: Entry, tensors: list, spec: tuple, backend: str, device: Any, before: attributes.Snapshot
+    ) -> Slot | None:
+        """A new slot of the key, or None (the layer may have been made eager); ``before``: the layers' attributes
+        before the capture, where a changed one explains a first replay that differs (the key captures again)."""
         ops, key = self.ops, entry.key
         layer = self.layer
         why = ops.engine_reason(layer) or ops.hooks_reason(layer) or ops.prerequisites_reason(backend, device)
@@ -462,11 +563,13 @@ class Runner:
         except verify.Mismatch as err:  # a graph that computes something else: this step and all later ones run eagerly
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started
-            self.stats.disable(f"the first replay differs from eager: {err}")
+            if not before.changes():
+                self.stats.disable(f"the first replay differs from eager: {err}")
             return None
         except Exception as err:  # any capture failure: the step runs eagerly, the layer stays eager
             ledger.poison()
             self._restore_state(state)
+            before.restore(before.changes())  # the failure, not the attributes it changed, decides
             self.stats.capture_seconds += time.perf_counter() - started
             if self.plain is not self._uncompiled:  # compiled code that a graph cannot hold: try without
                 self._uncompile(f"the compiled layer failed to capture: {_first_line(err)}")
@@ -476,10 +579,6 @@ class Runner:
             return None
         self._restore_state(state)
         self.stats.capture_seconds += time.perf_counter() - started
-        self.stats.captures += 1
-        self.graph_count += 1
-        entry.slots.append(slot)
-        settings.debug("%s captured graph %d for %s", self.stats.name, self.graph_count, key.tensors)
         return slot
 
     def _capture_graphs(
@@ -497,7 +596,7 @@ class Runner:
     ) -> Slot:
         """The forward graph, and in training the backward graph, of one new slot."""
         ops, (backend, device) = self.ops, place
-        fwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+        fwd = ops.new_graph(backend, device, ledger.pool_for_capture(), self._sublayers)
         flat = fwd.capture(run_layer)
         ledger.adopt(fwd)
         slot = Slot(
@@ -512,7 +611,7 @@ class Runner:
             layouts = entry.grad_layouts
             slot.grad_outputs = [ops.zeros_in_layout(flat[i], layouts.get(i)) for i in slot.diff_outputs]
             slot.zeroed = [True] * len(slot.grad_outputs)
-            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture())
+            slot.bwd = ops.new_graph(backend, device, ledger.pool_for_capture(), [])
             slot.bwd.capture(self._backward_fn(slot, bank, ops.foreach_add_))
             ledger.adopt(slot.bwd)
             slot.bwd_seq = ledger.next_seq()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ContextManager, Protocol, Sequence
 
+from .attributes import Snapshot
 from .tree import Tree
 
 
@@ -49,6 +50,8 @@ class Ops(Protocol):
     def structure_epoch(self) -> int: ...  # changes when a watched layer registers a parameter, buffer or sublayer
     def watch(self, layers: list) -> None: ...  # count registrations on these layers (structure.py)
     def sublayers(self, layer: Any) -> list: ...  # the layer and every layer below it
+    def named_sublayers(self, layer: Any) -> list[tuple[str, Any]]: ...  # the same with their paths ("" for the layer)
+    def snapshot(self, layers: list) -> Snapshot: ...  # the layers' attributes now, the framework's own left out
     def state(self, layer: Any) -> list: ...  # what forward may change in place besides parameters: buffers
     def compile(self, forward: Callable[..., Any], options: Any) -> Callable[..., Any]: ...  # the framework's compiler
     def requires_grad(self, t: Any) -> bool: ...
@@ -101,7 +104,8 @@ class Ops(Protocol):
     def distributed(self) -> bool: ...  # a process group exists: its reducers wait on every accumulation
     def prerequisites_reason(self, backend: str, device: Any) -> str | None: ...
     def new_pool(self, backend: str, device: Any) -> Any: ...
-    def new_graph(self, backend: str, device: Any, pool: Any) -> Graph: ...
+    # layers: what the graph's forward runs (the stand-in replays with their attributes as captured)
+    def new_graph(self, backend: str, device: Any, pool: Any, layers: list) -> Graph: ...
     def capture_stream(self, backend: str, device: Any) -> ContextManager: ...
     def anchor(self, device: Any) -> Any: ...
     def anchor_node(self, anchor: Any) -> Any: ...  # a node every backward that runs all runs, and no other

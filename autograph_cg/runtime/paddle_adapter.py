@@ -15,7 +15,7 @@ from typing import Any, ContextManager, Sequence
 import paddle
 from paddle.autograd import PyLayer
 
-from . import graphed, structure
+from . import attributes, graphed, structure
 from .chains import ChainLayer
 from .core import Runner, Slot, replay_backward, replay_forward
 from .ops import DeviceGraph
@@ -27,6 +27,8 @@ _PLACE_TYPES = tuple(
     getattr(paddle.base.core, n) for n in ("Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace")
     if hasattr(paddle.base.core, n)
 )
+with paddle.utils.unique_name.guard():  # the layer made to look takes no name from the model's layers
+    _BOOKKEEPING = frozenset(vars(paddle.nn.Layer()))  # a layer's __dict__ entries of Paddle's own (attributes.py)
 _SYNC_TARGETS = [
     (paddle.Tensor, name)
     for name in ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__", "nonzero")
@@ -204,8 +206,12 @@ class PaddleOps:
     watch = staticmethod(structure.watch)
 
     sublayers = staticmethod(lambda layer: layer.sublayers(include_self=True))
+    named_sublayers = staticmethod(lambda layer: list(layer.named_sublayers(include_self=True)))
     # Batch-norm statistics are parameters that take no gradient, changed in place by forward.
     state = staticmethod(lambda layer: [*layer.buffers(), *(p for p in layer.parameters() if p.stop_gradient)])
+
+    def snapshot(self, layers: list) -> attributes.Snapshot:
+        return attributes.Snapshot(layers, _BOOKKEEPING, self.tree.is_static)
 
     @staticmethod
     def compile(forward: Any, options: Any) -> Any:
@@ -389,10 +395,10 @@ class PaddleOps:
         make = getattr(CoreCUDAGraph, "gen_new_memory_pool_id", None)
         return make() if make else None
 
-    def new_graph(self, backend: str, device: Any, pool: Any) -> Any:
+    def new_graph(self, backend: str, device: Any, pool: Any, layers: list) -> Any:
         if backend == "cuda":
             return PaddleCudaGraph(device, pool)
-        return StandInGraph(self.copy_, _SYNC_TARGETS, _CAPTURE_QUERIES)
+        return StandInGraph(self.copy_, _SYNC_TARGETS, _CAPTURE_QUERIES, functools.partial(self.snapshot, layers))
 
     @staticmethod
     def capture_stream(backend: str, device: Any) -> ContextManager:

@@ -50,3 +50,4 @@ class Entry:
     # add up in another order on another layout.
     grad_layouts: dict = field(default_factory=dict)
     relayouts: int = 0  # captures dropped for a layout learned
+    state_changes: int = 0  # captures that changed layer attributes: put back, the call run eagerly (attributes.py)

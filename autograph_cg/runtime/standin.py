@@ -6,12 +6,15 @@ to copy new inputs in, or handed out a static output that the next replay overwr
 numbers here as it would on a GPU. While capturing, the host-syncing tensor methods raise the way a
 capturing CUDA stream refuses them, the framework's own "is a graph being captured" answers yes (library code
 that skips a check while capturing, `if is_tracing(x): return`, takes the path it takes on a GPU), and
-``is_capturing()`` is true.
+``is_capturing()`` is true. A replay runs with the layers' attributes as the capture left them and undoes
+what it changes there, as a graph's kernels read the tensors and host values they were captured with and
+run no Python: a runtime that replays a graph after a layer rebound its cache table gives the old table's
+numbers here too.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator, Sequence
 
 _MISSING = object()
@@ -64,11 +67,19 @@ class StandInGraph:
     """Graph semantics on CPU: ``replay`` recomputes the captured function and writes in place."""
 
     def __init__(
-        self, copy: Callable[[Any, Any], None], sync_targets: Sequence[tuple[Any, str]], queries: Sequence[tuple[Any, str]] = ()
+        self,
+        copy: Callable[[Any, Any], None],
+        sync_targets: Sequence[tuple[Any, str]],
+        queries: Sequence[tuple[Any, str]] = (),
+        attributes: Callable[[], Any] | None = None,
     ) -> None:
+        """``attributes()``: a snapshot of the captured layers' attributes (attributes.Snapshot), taken
+        after the capture; its ``replayed()`` puts them in place for each replay."""
         self._copy = copy
         self._targets = sync_targets
         self._queries = queries
+        self._attributes = attributes
+        self._seen: Any = None
         self._fn: Callable[[], list] | None = None
         self.outputs: list = []
         self._live: list = []
@@ -77,12 +88,14 @@ class StandInGraph:
         with refusing_host_syncs(self._targets, self._queries):
             outputs = list(fn())
         self._fn, self.outputs, self._live = fn, outputs, outputs
+        self._seen = self._attributes() if self._attributes is not None else None
         return outputs
 
     def replay(self) -> None:
         if self._fn is None:
             raise RuntimeError("replay before capture")
-        fresh = list(self._fn())
+        with self._seen.replayed() if self._seen is not None else nullcontext():
+            fresh = list(self._fn())
         for static, new in zip(self.outputs, fresh):
             if static is not new:
                 self._copy(static, new)

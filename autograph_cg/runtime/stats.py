@@ -33,6 +33,7 @@ class LayerStats:
     runs_ended: int = 0  # fused runs this layer headed that ended before their last layer
     disabled_reason: str | None = None
     fallbacks: Counter = field(default_factory=Counter)
+    recapture_reasons: Counter = field(default_factory=Counter)
     uid: int = field(default_factory=lambda: next(_ids))
 
     def __post_init__(self) -> None:
@@ -45,9 +46,10 @@ class LayerStats:
             logger.warning("%s runs eagerly: %s%s", self.name, reason, f" ({detail})" if detail else "")
 
     def recapture(self, reason: str) -> None:
-        """Count one drop of every graph; the first is logged (the next call captures again)."""
+        """Count one drop of graphs for ``reason``, logged the first time (the next call captures again)."""
         self.recaptures += 1
-        if self.recaptures == 1:
+        self.recapture_reasons[reason] += 1
+        if self.recapture_reasons[reason] == 1:
             logger.warning("%s captures again: %s", self.name, reason)
 
     def run_ended(self, reason: str) -> None:
@@ -83,6 +85,7 @@ class LayerStats:
             "runs_ended": self.runs_ended,
             "disabled_reason": self.disabled_reason,
             "fallbacks": dict(self.fallbacks),
+            "recapture_reasons": dict(self.recapture_reasons),
         }
 
 
@@ -116,6 +119,8 @@ def report(file: IO[str] | None = None) -> str:
             lines.append(f"  {r['name']}: eager because {r['disabled_reason']}")
         for reason, count in sorted(r["fallbacks"].items()):
             lines.append(f"  {r['name']}: {count} eager call(s): {reason}")
+        for reason, count in sorted(r["recapture_reasons"].items()):
+            lines.append(f"  {r['name']}: {count} recapture(s): {reason}")
         if r["runs_ended"]:
             lines.append(f"  {r['name']}: {r['runs_ended']} fused run(s) ended early")
         if r["eager_backwards"]:

@@ -5,7 +5,9 @@ or sublayer was registered on a layer inside some wrapped layer (``load_state_di
 ``block.fc = nn.Linear(...)``). Registrations on other layers do not count: a model that builds a loss
 layer in its forward (``CrossEntropyLoss()`` registers its ``weight`` buffer on every call) would
 otherwise make every wrapper walk its whole layer on every call, a larger share of a replayed step
-than the replay. Each adapter reports registrations from its framework's hooks (``bump``).
+than the replay. Each adapter reports registrations from its framework's hooks (``bump``). The same count
+moves when an eager run changed the attributes of a layer inside a wrapped layer (``invalidate``,
+attributes.py): the wrappers holding that layer then drop their graphs when they read their lists again.
 """
 
 from __future__ import annotations
@@ -33,3 +35,9 @@ def bump(layer: Any, *rest: Any) -> None:
     global epoch
     if _count_all or _watched.get(id(layer)) is layer:
         epoch += 1
+
+
+def invalidate() -> None:
+    """Every wrapper reads its lists again at its next call (an eager run changed a layer's attributes)."""
+    global epoch
+    epoch += 1

@@ -5,6 +5,7 @@ Imported only when a ``torch.nn.Module`` is wrapped.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import operator
@@ -19,7 +20,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree
 
-from . import graphed, structure
+from . import attributes, graphed, structure
 from .chains import ChainLayer
 from .core import Runner, Slot, replay_backward, replay_forward
 from .ops import DeviceGraph
@@ -29,6 +30,7 @@ from .tree import Tree
 
 _VERSION = operator.attrgetter("_version")
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
+_BOOKKEEPING = frozenset(vars(torch.nn.Module()))  # a module's __dict__ entries of torch's own (attributes.py)
 # Host-syncing calls refused while a stand-in graph captures (a capturing CUDA stream refuses them).
 _SYNC_TARGETS = [
     (torch.Tensor, name)
@@ -320,7 +322,11 @@ class TorchOps:
     watch = staticmethod(structure.watch)
 
     sublayers = staticmethod(lambda layer: list(layer.modules()))
+    named_sublayers = staticmethod(lambda layer: list(layer.named_modules()))
     state = staticmethod(lambda layer: list(layer.buffers()))
+
+    def snapshot(self, layers: list) -> attributes.Snapshot:
+        return attributes.Snapshot(layers, _BOOKKEEPING, self.tree.is_static)
 
     @staticmethod
     def compile(forward: Any, options: Any) -> Any:
@@ -522,10 +528,10 @@ class TorchOps:
     def new_pool(self, backend: str, device: torch.device) -> Any:
         return torch.cuda.graph_pool_handle() if backend == "cuda" else object()
 
-    def new_graph(self, backend: str, device: torch.device, pool: Any) -> Any:
+    def new_graph(self, backend: str, device: torch.device, pool: Any, layers: list) -> Any:
         if backend == "cuda":
             return CudaGraph(device, pool)
-        return StandInGraph(_copy_detached, _SYNC_TARGETS, _CAPTURE_QUERIES)
+        return StandInGraph(_copy_detached, _SYNC_TARGETS, _CAPTURE_QUERIES, functools.partial(self.snapshot, layers))
 
     def capture_stream(self, backend: str, device: torch.device) -> ContextManager:
         if backend != "cuda":

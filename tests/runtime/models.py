@@ -198,25 +198,27 @@ def define(framework: str) -> SimpleNamespace:
             return self.fc(x + self.emb(self.ids[:, : x.shape[1]]))
 
     class Counter(base):
-        """Reads and changes host state in forward: a graph bakes in the value it saw at capture."""
+        """Reads and changes host state in forward: a graph bakes in the value it saw at capture. The count
+        is kept in a dict changed in place, which the runtime's watch of attributes does not look into."""
 
         def __init__(self, d: int) -> None:
             super().__init__()
             self.fc = nn.Linear(d, d)
-            self.calls = 0
+            self.seen = {"calls": 0}
 
         def forward(self, x: Any) -> Any:
-            self.calls += 1
-            return self.fc(x) * float(self.calls)
+            self.seen["calls"] += 1
+            return self.fc(x) * float(self.seen["calls"])
 
     class BackwardCounter(base):
         """Its backward reads and changes host state (a hook on an inner tensor): a graph bakes in the
-        gradient scale it saw at capture, while its forward matches eager's every time."""
+        gradient scale it saw at capture, while its forward matches eager's every time. The count is kept
+        in a dict changed in place, as Counter's."""
 
         def __init__(self, d: int) -> None:
             super().__init__()
             self.fc = nn.Linear(d, d)
-            self.backwards = 0
+            self.seen = {"backwards": 0}
 
         def forward(self, x: Any) -> Any:
             h = self.fc(x)
@@ -225,8 +227,8 @@ def define(framework: str) -> SimpleNamespace:
             return tanh(h)
 
         def _count(self, grad: Any) -> Any:
-            self.backwards += 1
-            return grad * float(self.backwards)
+            self.seen["backwards"] += 1
+            return grad * float(self.seen["backwards"])
 
     class Cached(base):
         """An attention-like layer that appends to a cache its caller may pass: pure without one."""
@@ -300,12 +302,73 @@ def define(framework: str) -> SimpleNamespace:
                 x = block(x)
             return self.head(self.norm(x))
 
+    class Rotary(base):
+        """A rotary embedding's cache in plain attributes: tables for the positions up to the longest input seen,
+        made again when an input outgrows them. Their values depend on that length (positions are normalized by
+        it), so a graph that still reads the old tables gives other numbers than eager after a refresh.
+        ``tensors``: the tables as two attributes of their own (in Paddle, a tensor attribute is a buffer) rather
+        than a tuple in one."""
+
+        def __init__(self, tensors: bool = False) -> None:
+            super().__init__()
+            self.tensors = tensors
+            self._max = 0
+            self.cos, self.sin, self.tables = None, None, None
+
+        def forward(self, x: Any) -> Any:
+            n = x.shape[1]
+            if n > self._max:
+                self._max = n
+                ones = x.detach() * 0 + 1  # the input's device and dtype; no autograd history in the cache
+                angles = (lib.cumsum(ones[0, :, :1], 0) / n) * lib.cumsum(ones[0, :1, :], 1)  # [n, d]
+                if self.tensors:
+                    self.cos, self.sin = lib.cos(angles), lib.sin(angles)
+                else:
+                    self.tables = (lib.cos(angles), lib.sin(angles))
+            cos, sin = (self.cos, self.sin) if self.tensors else self.tables
+            return x * cos[:n] + lib.flip(x, [2]) * sin[:n]
+
+    class RotaryBlock(base):
+        """A block whose sublayer refreshes its cache when an input outgrows it."""
+
+        def __init__(self, d: int, tensors: bool = False) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(d, d)
+            self.rotary = Rotary(tensors)
+            self.fc2 = nn.Linear(d, d)
+
+        def forward(self, x: Any) -> Any:
+            return x + self.fc2(F.gelu(self.rotary(self.fc1(x))))
+
+    class Stack(base):
+        """Layers run in turn; some callers pass a ``note`` (a guard of the wrapped stack keeps their calls eager)."""
+
+        def __init__(self, layers: list) -> None:
+            super().__init__()
+            self.body = nn.Sequential(*layers)
+
+        def forward(self, x: Any, note: Any = None) -> Any:
+            return self.body(x)
+
+    class Tally(base):
+        """Counts its calls in an attribute and scales by the count: every capture changes it."""
+
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.calls = 0
+
+        def forward(self, x: Any) -> Any:
+            self.calls += 1
+            return self.fc(x) * float(self.calls)
+
     return SimpleNamespace(
         **{
             c.__name__: c
             for c in (
-                MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture,
-                Branches, Positions, Counter, BackwardCounter, Cached, Handing, Recomputed, Patches, Tokens, Tower,
+                MLP, Multi, Heads, Sync, Norm, Partial, Inplace, DropOnly, FailsOnlyInCapture, Branches, Positions,
+                Counter, BackwardCounter, Cached, Handing, Recomputed, Patches, Tokens, Tower, Rotary, RotaryBlock,
+                Stack, Tally,
             )
         }
     )

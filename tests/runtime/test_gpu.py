@@ -64,3 +64,23 @@ def test_graphs_of_a_model_share_one_pool_per_depth():
     assert len(ledgers) == 1  # one pool for all four layers' forward and backward graphs
     (ledger,) = ledgers
     assert ledger.inflight == {} and ledger in pools._ledgers.values()
+
+
+def test_no_graph_reads_a_cache_table_that_an_eager_refresh_freed():
+    """A real graph reads device memory. The warmup of 32 makes the rotary tables again and frees the old ones,
+    whose blocks the allocator hands out again, here filled with NaN: the graph of 16 that read them must be
+    gone by the next call of 16, which captures again on the new tables and gives eager's numbers."""
+    fw = TorchHarness("cuda")
+    fw.seed(0)
+    ref = fw.build("RotaryBlock", D)
+    wrapped = fw.wrap(fw.twin(ref), num_warmup_steps=1)
+    junk = []
+    with torch.no_grad():
+        for i, n in enumerate([16, 16, 16, 32, 32, 16, 16]):
+            x = torch.randn(B, n, D, device="cuda")
+            got = wrapped(x)
+            if i == 3:  # the old tables are free: take their blocks
+                junk += [torch.full((16, D), float("nan"), device="cuda") for _ in range(256)]
+            assert_all_close([fw.numpy(got)], [fw.numpy(ref(x))], fw.atol, f"call {i}")
+    stats = stats_of(wrapped)
+    assert stats["captures"] == 3 and stats["recaptures"] == 1

@@ -138,12 +138,11 @@ RULES = (
             "self.count = 1\ny = x",
             "self.last = x",
             "if self.count < 10:\n    y = x\nelse:\n    self.count = 0",
-            "if self.keep:\n    self.last = x",
-            "if not self.training:\n    self.last = x",
+            "if x.shape[0] > 1:\n    self.last = x",
             "if self.table is not None and self.table.shape[0] >= x.shape[0]:\n    y = self.table\nelse:\n    self.table = x * 2",
             "if x.sum() > self.limit:\n    self.limit = x.shape[0]",
             "if self.deltas is None or x.shape[0] == 1:\n    self.deltas = x * 2",
-            "if self.table is None:\n    self.table = x * 2\n    def later():\n        self.seen = x\n    self.hook = later",
+            "if self.table is None or self.table.shape[0] < x.shape[0]:\n    self.table = x * 2\n    def later():\n        self.seen = x\n    self.hook = later",
         ),
         valid=(
             "y = self.scale * x",
@@ -307,9 +306,9 @@ RULES = (
         invalid=(
             "paddle: proj = nn.Linear(4, 4)\ny = proj(x)", "torch: p = nn.Parameter(x)", "self.register_buffer('b', x)",
             "paddle: w = paddle.create_parameter([4, 4], 'float32')\ny = x @ w",
-            "if self.flag:\n    self.register_buffer('b', x)",
-            "torch: if self.w is None:\n    self.w = nn.Parameter(x)",
-            "paddle: if self.w is None:\n    self.w = self.create_parameter([4, 4], 'float32')",
+            "if x.shape[0] > 1:\n    self.register_buffer('b', x)",
+            "torch: if x.shape[0] > 1:\n    self.w = nn.Parameter(x)",
+            "paddle: if x.shape[0] > 1:\n    self.w = self.create_parameter([4, 4], 'float32')",
         ),
         valid=(
             "y = F.relu(x)", "loss_fn = nn.CrossEntropyLoss()\ny = loss_fn(x, mask)",

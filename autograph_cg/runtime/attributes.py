@@ -9,8 +9,8 @@ graphs when it next reads its parameter lists, which the same count makes it do 
 replay checks nothing more. Docs: docs/runtime.md, "Layer attributes a forward changes".
 
 Compared cheaply: every value by identity first, in one pass over all the layers; where that differs,
-host values (None, bool, int, float, complex, str, bytes, tuples of them, the framework's dtypes and
-devices) by value. Buffers count as attributes (a buffer rebound while capturing must be put back
+host values (None, bool, int, float, complex, str, bytes, the framework's dtypes and devices) by value,
+lists and tuples item by item, weak references by their referent. Buffers count as attributes (a buffer rebound while capturing must be put back
 too); the framework's own bookkeeping (parameters, sublayers, hooks, the training flag) does not.
 """
 
@@ -81,14 +81,19 @@ class Snapshot:
         return found
 
     def _same(self, a: Any, b: Any) -> bool:
-        return a is b or (type(a) is type(b) and self._by_value(a) and a == b)
-
-    def _by_value(self, v: Any) -> bool:
-        if type(v) in _HOST:
+        """One object, or what a graph reads of both is the same: lists and tuples item by item (torch's RNNs
+        build their list of flat weights anew while capturing, of the same tensors), weak references by their
+        referent, host values by value."""
+        if a is b:
             return True
-        if isinstance(v, tuple):
-            return all(map(self._by_value, v))
-        return self._is_static(v)
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, (list, tuple)):
+            return len(a) == len(b) and all(map(self._same, a, b))
+        if isinstance(a, weakref.ref):
+            target = a()
+            return target is not None and target is b()
+        return (type(a) in _HOST or self._is_static(a)) and a == b
 
     def restore(self, changes: Sequence[Change]) -> None:
         """Put each changed attribute back as it was in the snapshot (its ``old`` value)."""

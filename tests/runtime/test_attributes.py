@@ -4,6 +4,7 @@ while graphs exist drops every graph that may read them (its layer's, an outer w
 
 from __future__ import annotations
 
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -179,14 +180,17 @@ def _snapshot(*layers):
 
 
 def test_a_snapshot_compares_objects_by_identity_and_host_values_by_value():
-    table, other = [1.0], [1.0]
-    layer = _Layer(n=1000, scale=0.5, shape=(2, 3), name="a", table=table, dtype=SimpleNamespace(v=1), training=True)
+    weight, bias, same = object(), object(), _Layer()
+    table, other = [object()], [object()]
+    layer = _Layer(n=1000, scale=0.5, shape=(2, 3), name="a", table=table, dtype=SimpleNamespace(v=1), training=True,
+                   flat=[weight, bias], refs=[weakref.ref(same, print)])
     snapshot = _snapshot(layer)
     layer.n, layer.shape, layer.name = 999 + 1, tuple([2, 3]), "".join("a")  # new objects, the same values
     layer.dtype = SimpleNamespace(v=1)  # a framework's host value (here: is_static), compared by value
     layer.training = False  # the framework's own bookkeeping
+    layer.flat, layer.refs = [weight, bias], [weakref.ref(same, print)]  # built anew of the same objects (torch's RNNs)
     assert snapshot.changes() == []
-    layer.table = other  # equal, but another object: a graph reads the one it captured
+    layer.table = other  # a list of another object: a graph reads the one it captured
     layer.scale = 0.25
     [a, b] = snapshot.changes()
     assert (a.name, a.old, a.new, b.name, b.old is table, b.new is other) == ("scale", 0.5, 0.25, "table", True, True)

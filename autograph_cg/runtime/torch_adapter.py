@@ -30,7 +30,9 @@ from .tree import Tree
 
 _VERSION = operator.attrgetter("_version")
 _STATIC_TYPES = (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
-_BOOKKEEPING = frozenset(vars(torch.nn.Module()))  # a module's __dict__ entries of torch's own (attributes.py)
+# A module's __dict__ entries of torch's own (attributes.py); the RNNs' lists of their own parameters, which they
+# rebuild while a stream captures (parameters are the registration counter's).
+_BOOKKEEPING = frozenset(vars(torch.nn.Module())) | {"_flat_weights", "_flat_weight_refs"}
 # Host-syncing calls refused while a stand-in graph captures (a capturing CUDA stream refuses them).
 _SYNC_TARGETS = [
     (torch.Tensor, name)

@@ -551,15 +551,19 @@ class Runner:
                 # Gradients come back last: parameters' grads may be the views the check reads.
                 self._restore_state(state, grads=False)
                 if check:  # on the caller's stream, as the probe
-                    verify.check(
-                        ops,
-                        slot,
-                        found,
-                        lambda: self._restore_state(state, grads=False),
-                        run_probe,
-                        lambda: [bank.views[j] for j in slot.used_params] if bank else [],
-                        lambda j: self._parameter_name(slot.targets[j]),
-                    )
+                    checking = time.perf_counter()
+                    try:
+                        verify.check(
+                            ops,
+                            slot,
+                            found,
+                            lambda: self._restore_state(state, grads=False),
+                            run_probe,
+                            lambda: [bank.views[j] for j in slot.used_params] if bank else [],
+                            lambda j: self._parameter_name(slot.targets[j]),
+                        )
+                    finally:
+                        self.stats.check_seconds += time.perf_counter() - checking
         except verify.Mismatch as err:  # a graph that computes something else: this step and all later ones run eagerly
             self._restore_state(state)
             self.stats.capture_seconds += time.perf_counter() - started

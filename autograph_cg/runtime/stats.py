@@ -23,6 +23,7 @@ class LayerStats:
     captures: int = 0
     recaptures: int = 0
     capture_seconds: float = 0.0
+    check_seconds: float = 0.0  # of capture_seconds: the first replay's check against eager
     forward_replays: int = 0
     backward_replays: int = 0
     warmup_calls: int = 0
@@ -75,6 +76,7 @@ class LayerStats:
             "captures": self.captures,
             "recaptures": self.recaptures,
             "capture_ms": round(self.capture_seconds * 1e3, 3),
+            "check_ms": round(self.check_seconds * 1e3, 3),
             "forward_replays": self.forward_replays,
             "backward_replays": self.backward_replays,
             "warmup_calls": self.warmup_calls,

@@ -29,6 +29,7 @@ from .slots import Slot
 TIGHT = {8: 1e-9, 4: 1e-5, 2: 1e-2}  # by the dtype's size in bytes
 LOOSE = {8: 1e-6, 4: 1e-2, 2: 5e-2}
 NOISE_MARGIN = 4.0
+NOISE_SAMPLES = 3
 # Relative to at least this share of the largest value of the group (outputs, or gradients): a
 # gradient that is zero in exact arithmetic holds rounding noise of its neighbours' size.
 FLOOR = 1e-4
@@ -170,16 +171,28 @@ def check(
 
 
 def _judge(ops: Ops, rows: list, tensors: list, noise: Callable[[], list], label: Callable[[int], str]) -> None:
-    """``rows``: (largest absolute difference, largest absolute value of eager's) per tensor."""
+    """``rows``: (largest absolute difference, largest absolute value of eager's) per tensor. Eager's
+    noise is sampled again (up to NOISE_SAMPLES times, the largest kept per tensor) while a tensor is
+    past what the samples allow but within LOOSE: one sample of a kernel's run-to-run noise can be
+    several times smaller than the next, and a graph differs from eager by one more such sample."""
     rel = _relative(rows)
     sizes = [ops.itemsize(t) for t in tensors]
     if all(r <= TIGHT.get(size, 1e-5) for r, size in zip(rel, sizes)):
         return
-    measured = _relative(noise())
-    for i, (r, size, m) in enumerate(zip(rel, sizes, measured)):
-        allowed = max(TIGHT.get(size, 1e-5), min(NOISE_MARGIN * m, LOOSE.get(size, 1e-2)))
-        if not r <= allowed:
-            raise Mismatch(f"{label(i)} differs from eager by {r:.1e} (eager differs from itself by {m:.1e})")
+    measured = [0.0] * len(rel)
+    for _ in range(NOISE_SAMPLES):
+        measured = [max(a, b) for a, b in zip(measured, _relative(noise()))]
+        beyond = [i for i, (r, size, m) in enumerate(zip(rel, sizes, measured)) if not r <= _allowed(size, m)]
+        if not beyond:
+            return
+        if any(not rel[i] <= LOOSE.get(sizes[i], 1e-2) for i in beyond):
+            break
+    i = beyond[0]
+    raise Mismatch(f"{label(i)} differs from eager by {rel[i]:.1e} (eager differs from itself by {measured[i]:.1e})")
+
+
+def _allowed(size: int, noise: float) -> float:
+    return max(TIGHT.get(size, 1e-5), min(NOISE_MARGIN * noise, LOOSE.get(size, 1e-2)))
 
 
 def _relative(rows: list) -> list[float]:

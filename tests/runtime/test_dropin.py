@@ -272,8 +272,10 @@ def test_a_graph_that_replays_wrong_is_caught_by_its_first_replay(fw, verify):
     if verify:
         assert all(agree), agree
         assert "first replay differs from eager: output 0" in stats["disabled_reason"]
+        assert 0 < stats["check_ms"] <= stats["capture_ms"]
     else:
         assert stats["disabled_reason"] is None and stats["forward_replays"] == 3
+        assert stats["check_ms"] == 0
 
 
 @pytest.mark.parametrize("verify", [True, False])

@@ -175,6 +175,44 @@ def test_gaps_between_a_graph_and_eager(cpu_fw):
     assert math.isinf(rows[4][0])
 
 
+class _Sizes:
+    """What `_judge` asks of the framework: each tensor's size in bytes (float32 here)."""
+
+    @staticmethod
+    def itemsize(_t) -> int:
+        return 4
+
+
+@pytest.mark.parametrize(
+    "gap, samples, judged, caught",
+    [
+        (8e-5, [1.8e-5, 3e-5], 2, False),  # one low sample of eager's noise, the next covers the gap
+        (8e-5, [1e-6, 1e-6, 1e-6, 1e-6], 3, True),  # a steady gap past every sample: caught after three
+        (0.5, [1e-3, 0.2], 1, True),  # past what any noise may excuse: caught at once
+        (1e-6, [], 0, False),  # within the tight bound: eager is not run again
+    ],
+)
+def test_the_check_samples_eager_noise_again_before_it_calls_a_graph_wrong(gap, samples, judged, caught):
+    """A kernel that adds in another order on each run differs from itself by a different amount each
+    time; one low sample must not make an exact graph eager (a whole SqueezeNet's weight gradients did
+    on the H200), nor may more samples excuse a gap no noise explains."""
+    taken = []
+
+    def noise():
+        taken.append(samples[len(taken)])
+        return [(taken[-1], 1.0)]
+
+    def judge():
+        verify._judge(_Sizes, [(gap, 1.0)], [None], noise, lambda i: f"output {i}")
+
+    if caught:
+        with pytest.raises(verify.Mismatch, match="output 0 differs from eager"):
+            judge()
+    else:
+        judge()
+    assert len(taken) == judged
+
+
 def test_a_gradients_layout_is_its_strides_where_a_buffer_can_take_them() -> None:
     """What the backward compares with its buffer's layout at every replay: the strides of a dense tensor
     (contiguous, transposed, with size-1 dimensions), none for one a copy cannot write (expanded)."""

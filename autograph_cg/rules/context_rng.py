@@ -114,8 +114,9 @@ RULES = (
         message="branch on `self.{detail}`, which the layer changes at run time",
         what="Finds conditions on `self` attributes that methods other than `__init__` assign (step counters, "
         "caches, flags flipped by forward). `self.training` is not flagged: the runtime keys graphs on it.",
-        why="The branch taken at capture is replayed forever; later changes of the attribute are not seen "
-        "unless the runtime keys graphs on it.",
+        why="The branch taken at capture is replayed forever. A change the layer's own forward makes while it runs "
+        "eagerly drops its graphs (the runtime watches the layers' attributes), but one made from outside its calls "
+        "(a training loop or another method setting the attribute) is not seen unless the runtime keys graphs on it.",
         example="if self.step < self.warmup:\n    x = x * 0.5",
         instead="# pass the value as a forward argument (the runtime keys graphs on non-tensor arguments)",
         check=_never,

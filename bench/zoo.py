@@ -1,4 +1,4 @@
-"""A zoo of real models from transformers, timm, torchvision and diffusers, for `autograph-cg validate`.
+"""A zoo of real models from transformers, timm, torchvision, diffusers and paddlenlp, for `autograph-cg validate`.
 
 Every model is built from a small configuration with random weights (no download), with inputs and a
 loss, as a factory `validate` takes (`zoo:make` with the model's name in ``AUTOGRAPH_CG_ZOO_MODEL``, or
@@ -9,6 +9,11 @@ against eager; the report is one line per model and the JSON of every run.
     python3 bench/zoo.py list
     python3 bench/zoo.py run [--only bert,resnet18] [--jobs 8] [--steps 4] [--json zoo.json]
     AUTOGRAPH_CG_BACKEND=standin python bench/zoo.py run --only fixtures/torch_lm   # the CPU stand-in
+    AUTOGRAPH_CG_BACKEND=standin python bench/zoo.py run --library paddlenlp         # Paddle, on CPU
+
+paddlenlp's models are built as `bench/dropin.py` builds them (small configs, its own folder of pinned packages,
+installed with pip on first use); Paddle's GPU wheels cannot compute on the H200 here, so they run on CPU Paddle
+with the stand-in.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ TIMM = ("resnet18", "convnext_atto", "vit_tiny_patch16_224", "mixer_s16_224", "e
 TORCHVISION = ("resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "squeezenet1_0",
                "regnet_x_400mf", "convnext_tiny")
 DIFFUSERS = ("unet2d", "autoencoder_kl")
+# paddlenlp: names of bench/dropin.py's PN_MODELS (class, input kind, config overrides)
+PADDLENLP = ("bert", "gpt", "llama", "qwen", "chatglm_v2", "bart", "mt5")
 
 
 def _device() -> str:
@@ -136,6 +143,33 @@ def _diffusers(name: str) -> tuple[Any, tuple, Callable]:
     return model, (x,), lambda m, out, inp: out.sample.float().pow(2).mean()
 
 
+def _paddlenlp(name: str) -> tuple[Any, tuple]:
+    """Loss: validate's default over the outputs (logits, or a pretraining head's scores)."""
+    import dropin
+    import paddle
+    import paddlenlp.transformers as pn
+
+    class_name, kind, overrides = dropin.PN_MODELS[name]
+    cls = getattr(pn, class_name)
+    paddle.seed(0)
+    config = dropin.small_config(pn.PretrainedConfig, cls.config_class, overrides)
+    config.use_cache = False  # training: no key/value cache
+    model = cls(config)
+    ids = paddle.randint(4, config.vocab_size, (BATCH, SEQ))
+    if kind == "seq2seq":  # forward(input_ids, attention_mask, decoder_input_ids)
+        return model, (ids, None, paddle.randint(4, config.vocab_size, (BATCH, SEQ - 2)))
+    return model, (ids,)
+
+
+def _site(library: str) -> list[str]:
+    """Folders a library's runs put first on sys.path: paddlenlp's pinned packages (installed on first use)."""
+    if library != "paddlenlp":
+        return []
+    import dropin
+
+    return dropin.ensure_site(library)
+
+
 def _fixture(name: str) -> tuple[Any, tuple, Callable]:
     """The bundled fixture package's model (no library needed: what CI's sample runs)."""
     module = importlib.import_module(name)
@@ -154,6 +188,8 @@ def models() -> dict[str, tuple[str, Callable[[], tuple]]]:
         out[f"torchvision/{name}"] = ("torchvision", lambda n=name: _torchvision(n))
     for name in DIFFUSERS:
         out[f"diffusers/{name}"] = ("diffusers", lambda n=name: _diffusers(n))
+    for name in PADDLENLP:
+        out[f"paddlenlp/{name}"] = ("paddlenlp", lambda n=name: _paddlenlp(n))
     return out
 
 
@@ -163,13 +199,15 @@ def make() -> tuple:
 
 
 def available(library: str) -> bool:
+    if library == "paddlenlp":  # its own folder of packages, made on first use
+        return importlib.util.find_spec("paddle") is not None
     return library == "torch" or importlib.util.find_spec(library) is not None
 
 
-def validate_one(name: str, steps: int, scratch: Path, timeout: int) -> dict[str, Any]:
+def validate_one(name: str, steps: int, scratch: Path, timeout: int, site: list[str]) -> dict[str, Any]:
     """One model's validate run in a process of its own; its JSON report with the wall time."""
     out = scratch / f"{name.replace('/', '_')}.json"
-    paths = [str(ROOT), str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    paths = [*site, str(ROOT), str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {**os.environ, "AUTOGRAPH_CG_ZOO_MODEL": name, "PYTHONPATH": os.pathsep.join(paths)}
     cmd = [sys.executable, "-m", "autograph_cg", "validate", "zoo:make", "--path", str(HERE), "--path", str(FIXTURES),
            "--steps", str(steps),
@@ -209,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list")
     run = sub.add_parser("run")
     run.add_argument("--only", default="", help="comma-separated model names (default: every available model)")
+    run.add_argument("--library", default="", help="only the models of this library (transformers, timm, paddlenlp, ...)")
     run.add_argument("--jobs", type=int, default=4)
     run.add_argument("--steps", type=int, default=4)
     run.add_argument("--timeout", type=int, default=900)
@@ -223,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in zoo]
     if unknown:
         parser.error(f"unknown model(s): {', '.join(unknown)}")
+    if args.library:
+        names = [n for n in names if zoo[n][0] == args.library]
+    sites = {lib: _site(lib) for lib in {zoo[n][0] for n in names}}
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda n: validate_one(n, args.steps, Path(tmp), args.timeout), names))
+        results = list(pool.map(lambda n: validate_one(n, args.steps, Path(tmp), args.timeout, sites[zoo[n][0]]), names))
     for result in results:
         print(summary(result), flush=True)
     bugs = sum(c["disagreement"] == "runtime bug" for r in results if "report" in r for c in r["report"]["classes"])

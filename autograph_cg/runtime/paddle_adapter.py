@@ -8,6 +8,7 @@ kernels for the H200), see docs/runtime.md.
 from __future__ import annotations
 
 import functools
+import sys
 import math
 from contextlib import nullcontext
 from typing import Any, ContextManager, Sequence
@@ -20,7 +21,7 @@ from .chains import ChainLayer
 from .core import Runner, Slot, replay_backward, replay_forward
 from .ops import DeviceGraph
 from .parallel import paddle_reason
-from .standin import StandInGraph
+from .standin import HostTensors, StandInGraph
 from .tree import Tree
 
 _PLACE_TYPES = tuple(
@@ -35,6 +36,17 @@ _SYNC_TARGETS = [
 ] + [(paddle, "nonzero")]
 # What says a graph is being captured; a stand-in capture answers yes, as a capturing CUDA stream does.
 _CAPTURE_QUERIES = [(paddle.base.core, "is_cuda_graph_capturing")] if hasattr(paddle.base.core, "is_cuda_graph_capturing") else []
+# Tensors in host memory on a GPU (standin.HostTensors): what `shape` makes, and what is made of them alone.
+_HOST = HostTensors(
+    lambda t: isinstance(t, paddle.Tensor),
+    [(owner, "shape") for owner in map(sys.modules.get, ("paddle", "paddle.tensor", "paddle.tensor.attribute"))
+     if owner is not None and callable(getattr(owner, "shape", None))],
+    [(paddle.Tensor, name) for name in (
+        "__getitem__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+        "__truediv__", "__mod__", "__neg__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "astype",
+        "cast",
+    )],
+)
 
 
 def _amp_state() -> tuple:
@@ -398,7 +410,9 @@ class PaddleOps:
     def new_graph(self, backend: str, device: Any, pool: Any, layers: list) -> Any:
         if backend == "cuda":
             return PaddleCudaGraph(device, pool)
-        return StandInGraph(self.copy_, _SYNC_TARGETS, _CAPTURE_QUERIES, functools.partial(self.snapshot, layers))
+        return StandInGraph(
+            self.copy_, _SYNC_TARGETS, _CAPTURE_QUERIES, functools.partial(self.snapshot, layers), _HOST
+        )
 
     @staticmethod
     def capture_stream(backend: str, device: Any) -> ContextManager:

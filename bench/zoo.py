@@ -179,7 +179,10 @@ def _fixture(name: str) -> tuple[Any, tuple, Callable]:
 
 def models() -> dict[str, tuple[str, Callable[[], tuple]]]:
     """Every model of the zoo: name -> (library, factory)."""
-    out: dict[str, tuple[str, Callable[[], tuple]]] = {"fixtures/torch_lm": ("torch", lambda: _fixture("torch_lm"))}
+    out: dict[str, tuple[str, Callable[[], tuple]]] = {
+        "fixtures/torch_lm": ("torch", lambda: _fixture("torch_lm")),
+        "fixtures/paddle_lm": ("paddle", lambda: _fixture("paddle_lm")),
+    }
     for name in TRANSFORMERS:
         out[name] = ("transformers", lambda n=name: _transformers(n))
     for name in TIMM:

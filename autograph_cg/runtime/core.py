@@ -118,6 +118,7 @@ class Runner:
         self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.eager_depth = 0  # calls of this layer running eagerly now: the wrapped layers inside serve graphs then
+        self.active = 0  # calls of this layer running now (the wrapped layers inside are part of them)
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
         self.backend = options.backend
@@ -158,16 +159,34 @@ class Runner:
 
     # ---------------------------------------------------------------- calls
     def __call__(self, args: tuple, kwargs: dict) -> Any:
-        ops = self.ops
-        outer = self.outer
-        if _CAPTURE.depth or (outer is not None and outer.stats.disabled_reason is None and not outer.eager_depth):
-            # inside another wrapped layer (or its capture): part of its graph, unless that one runs eagerly
-            # (for good, or for this call: a guard it failed, an argument it cannot take)
+        if self._within_another():
             self.stats.nested_calls += 1
             if _CAPTURE.depth:  # the capture notes and puts back what it changes
                 return self.plain(*args, **kwargs)
             with self._watching():
                 return self.plain(*args, **kwargs)
+        self.active += 1
+        try:
+            return self._serve(args, kwargs)
+        finally:
+            self.active -= 1
+
+    def _within_another(self) -> bool:
+        """Called inside another wrapped layer's call (or any capture): part of its graph, unless that one runs
+        eagerly (for good, or for this call: a guard it failed, an argument it cannot take). A wrapped layer
+        around this one that is not running now covers nothing: a model may call a wrapped layer's sublayers
+        past it (`self.mt5.encoder(...)` where `self.mt5` is wrapped), and they then serve graphs of their own."""
+        if _CAPTURE.depth:
+            return True
+        runner = self.outer
+        while runner is not None:
+            if runner.active:  # the nearest one running now decides
+                return runner.stats.disabled_reason is None and not runner.eager_depth
+            runner = runner.outer
+        return False
+
+    def _serve(self, args: tuple, kwargs: dict) -> Any:
+        ops = self.ops
         reason = settings.disabled_by_env()
         if reason:
             chains.drop_pending()

@@ -83,6 +83,30 @@ def test_an_inner_wrapper_serves_its_graphs_while_its_outer_one_fails_a_guard(fw
     assert stats_of(inner)["nested_calls"] > nested
 
 
+def test_an_inner_wrapper_called_past_its_outer_one_serves_its_own_graphs(fw):
+    """A model may call a wrapped layer's sublayers without calling the wrapped layer (paddlenlp's MT5 calls
+    `self.mt5.encoder(...)` where the plan wraps `self.mt5`): the outer wrapper is not running, so it covers
+    nothing, and the inner one captures and replays; called through the outer layer, it is part of that graph."""
+    ref = _sequential(fw, fw.build("MLP", D), fw.build("MLP", D))
+    twin = fw.twin(ref)
+    inner = fw.wrap(twin[0], num_warmup_steps=1)
+    outer = fw.wrap(twin, num_warmup_steps=1)
+    for step in range(4):  # past the outer layer: the inner one alone
+        x = randn(B, D)
+        y1, g1 = run(fw, outer[0], x)
+        y0, g0 = run(fw, ref[0], x)
+        assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), f"step {step}"
+    assert stats_of(outer)["warmup_calls"] == 0 and stats_of(outer)["captures"] == 0
+    assert stats_of(inner)["captures"] == 1 and stats_of(inner)["forward_replays"] >= 2
+    assert stats_of(inner)["nested_calls"] == 0
+    for step in range(3):  # through the outer layer: its graph holds the inner one's computation
+        x = randn(B, D)
+        y1, g1 = run(fw, outer, x)
+        y0, g0 = run(fw, ref, x)
+        assert close(y1, y0, fw.atol) and close(g1, g0, fw.atol), f"outer step {step}"
+    assert stats_of(outer)["captures"] == 1 and stats_of(inner)["nested_calls"] >= 1
+
+
 _AFTER_FAILED_OUTER = textwrap.dedent(
     """
     import gc

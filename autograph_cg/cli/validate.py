@@ -49,7 +49,7 @@ def validate(
     TARGET is MODULE:FACTORY, importable from the working directory or a --path folder. FACTORY() returns
     (model, inputs), (model, inputs, loss_fn) or a dict with those keys; inputs are the positional
     arguments of the model. The model runs eagerly, then with the plan's sites wrapped in
-    CUDAGraphedLayer, then once per layer class with all its top-most instances wrapped (in memory; no
+    CUDAGraphedLayer (nested ones too, each with its guard, as the rewritten source), then once per layer class with all its top-most instances wrapped (in memory; no
     source is changed): STEPS inference calls and STEPS SGD steps each, on CUDA when there is a device,
     else on the CPU stand-in; every wrapped step starts from eager's parameters of that step. Per class it prints the static verdict, what the runtime did, the largest
     differences to eager, and where the two disagree: an eligible class that failed is an analyzer bug,

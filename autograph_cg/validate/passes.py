@@ -1,7 +1,9 @@
 """One validation pass: wrap some layers of a model in memory, run inference and SGD training, keep what came out.
 
 Wrapping happens on live objects (no source is rewritten): the chosen layers are wrapped in place by
-`CUDAGraphedLayer`, top-most first, so a graph never holds another.
+`CUDAGraphedLayer`. A class's pass wraps the top-most layers of the class, so a graph never holds another; the
+plan's pass wraps every layer a site of the plan builds, nested ones too, each with the site's guard, as the
+rewritten source would.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from autograph_cg.analysis.plan import Plan
+from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.findings import Span
 from autograph_cg.runtime import CUDAGraphedLayer, stats_of
 from autograph_cg.runtime import unwrap as runtime_unwrap
@@ -23,6 +26,8 @@ from autograph_cg.validate.target import Subject
 
 # A layer with the chain of (layer, attribute name) that leads to it from the root: ((root, ""), (blocks, "blocks"), (block, "0")).
 Path = tuple[tuple[Any, str], ...]
+# What a picker says of a layer: None (left alone), or the guard its wrapper gets (() for none).
+Picker = Callable[[Path], "Guard | None"]
 FRAMEWORK_PACKAGES = ("torch", "paddle", "autograph_cg")
 
 
@@ -53,22 +58,25 @@ def unwrap(fw: Framework, model: Any) -> Any:
 
 
 def wrap_where(
-    fw: Framework, model: Any, pick: Callable[[Path], bool], wrap: Callable[[Any, str], Any]
+    fw: Framework, model: Any, pick: Picker, wrap: Callable[[Any, str, Guard], Any], nested: bool = False
 ) -> tuple[Any, list[Any]]:
-    """Wrap the top-most layers `pick` selects; returns what to call in place of the model, and the wrapped
-    layers. A layer held in two places is wrapped once."""
+    """Wrap the top-most layers `pick` selects (with `nested`, those under them too, innermost first); returns
+    what to call in place of the model, and the wrapped layers. A layer held in two places is wrapped once."""
     made: dict[int, Any] = {}
 
     def visit(path: Path) -> Any:
         module = path[-1][0]
-        if pick(path):
-            if id(module) not in made:
-                made[id(module)] = wrap(module, ".".join(name for _, name in path[1:]) or "model")
+        guard = pick(path)
+        if guard is not None and id(module) in made:
             return made[id(module)]
-        for name, child in fw.children(module):
-            new = visit((*path, (child, name)))
-            if new is not child:
-                setattr(module, name, new)
+        if guard is None or nested:
+            for name, child in fw.children(module):
+                new = visit((*path, (child, name)))
+                if new is not child:
+                    setattr(module, name, new)
+        if guard is not None:
+            made[id(module)] = wrap(module, ".".join(name for _, name in path[1:]) or "model", guard)
+            return made[id(module)]
         return module
 
     return visit(((model, ""),)), list(made.values())
@@ -98,59 +106,63 @@ def _same_class(site_class: str, cls: type, package_classes: set[str]) -> bool:
     return site_class.rsplit(".", 1)[-1] == cls.__name__ and site_class.split(".")[0] == name.split(".")[0]
 
 
-def plan_picker(plan: Plan, births: Births | None = None) -> Callable[[Path], bool]:
-    """Select the layers that `rewrite` would wrap. With `births` of the build, a layer is selected when a
-    site's call was running as it was made and the site builds its class (in `__init__`, a builder function
-    or through a factory alike). Besides, a site in `Owner.__init__` (`self.x = C(...)`, `self.xs =
-    List([C(...) ...])`) matches a C held there by an instance of Owner or a subclass; a site outside
-    `__init__` matches a C of the package made where no record tells (a deep copy) not already inside a
+def plan_picker(plan: Plan, births: Births | None = None) -> Picker:
+    """Select the layers that `rewrite` would wrap, with the guard it would pass. With `births` of the build, a
+    layer is selected when a site's call was running as it was made and the site builds its class (in
+    `__init__`, a builder function or through a factory alike). Besides, a site in `Owner.__init__` (`self.x =
+    C(...)`, `self.xs = List([C(...) ...])`) matches a C held there by an instance of Owner or a subclass; a site
+    outside `__init__` matches a C of the package made where no record tells (a deep copy) not already inside a
     graph; such a site of a framework class (`return nn.Sequential(...)`) is then left out."""
     package_classes = set(plan.verdicts)
-    owned: dict[tuple[str, str, bool], list[str]] = {}
-    loose: set[str] = set()
-    spans: dict[str, list[tuple[Span, tuple[str, ...]]]] = {}
+    owned: dict[tuple[str, str, bool], list[tuple[str, Guard]]] = {}
+    loose: dict[str, Guard] = {}
+    spans: dict[str, list[tuple[Span, tuple[str, ...], Guard]]] = {}
     for site in plan.sites:
-        spans.setdefault(real(site.path), []).append((site.span, tuple(site.wrapped_class.split(" | "))))
+        spans.setdefault(real(site.path), []).append((site.span, tuple(site.wrapped_class.split(" | ")), site.guard))
         if site.owner and site.target.startswith("self."):
             attr = site.target[len("self.") :]
             item = attr.endswith("[*]")
-            owned.setdefault((site.owner, attr.removesuffix("[*]"), item), []).append(site.wrapped_class)
+            owned.setdefault((site.owner, attr.removesuffix("[*]"), item), []).append((site.wrapped_class, site.guard))
         elif not site.owner and site.wrapped_class in package_classes:
-            loose.add(site.wrapped_class)
+            loose.setdefault(site.wrapped_class, site.guard)
 
-    def held_by(owner: Any, attr: str, item: bool, cls: type) -> bool:
+    def held_by(owner: Any, attr: str, item: bool, cls: type) -> Guard | None:
         for base in type(owner).__mro__:
-            for site_class in owned.get((qualname(base), attr, item), ()):
+            for site_class, guard in owned.get((qualname(base), attr, item), ()):
                 if _same_class(site_class, cls, package_classes):
-                    return True
-        return False
+                    return guard
+        return None
 
-    def made_at_site(layer: Any) -> bool | None:
+    def made_at_site(layer: Any) -> Guard | bool | None:
+        """The guard of the site that made `layer`; False when the records tell no site did, None when there are none."""
         positions = births.of(layer) if births is not None else None
         if positions is None:
             return None
         cls = type(layer)
         for position in positions:
-            for span, classes in spans.get(real(position[0]), ()):
+            for span, classes, guard in spans.get(real(position[0]), ()):
                 if inside(span, position) and any(_same_class(c, cls, package_classes) for c in classes):
-                    return True
+                    return guard
         return False
 
-    def pick(path: Path) -> bool:
+    def pick(path: Path) -> Guard | None:
         cls = type(path[-1][0])
-        if len(path) >= 2 and held_by(path[-2][0], path[-1][1], False, cls):
-            return True
-        if len(path) >= 3 and held_by(path[-3][0], path[-2][1], True, cls):
-            return True
+        found = held_by(path[-2][0], path[-1][1], False, cls) if len(path) >= 2 else None
+        if found is None and len(path) >= 3:
+            found = held_by(path[-3][0], path[-2][1], True, cls)
+        if found is not None:
+            return found
         made = made_at_site(path[-1][0])
-        return made if made is not None else qualname(cls) in loose
+        if made is None:
+            return loose.get(qualname(cls))
+        return None if made is False else made
 
     return pick
 
 
-def class_picker(name: str) -> Callable[[Path], bool]:
-    """Select every layer whose class is exactly `name` (not its subclasses)."""
-    return lambda path: qualname(type(path[-1][0])) == name
+def class_picker(name: str) -> Picker:
+    """Select every layer whose class is exactly `name` (not its subclasses), without a guard."""
+    return lambda path: () if qualname(type(path[-1][0])) == name else None
 
 
 @dataclass

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.api import Options, analyze
 from autograph_cg.runtime import CUDAGraphedLayer
 from autograph_cg.runtime.settings import disabled_by_env
@@ -24,7 +25,7 @@ from autograph_cg.validate.outcome import ClassResult, PassResult, Validation, j
 from autograph_cg.validate.passes import (
     FRAMEWORK_PACKAGES,
     Diff,
-    Path,
+    Picker,
     class_picker,
     compare,
     dropin_differences,
@@ -125,8 +126,8 @@ def validate(
         fw.load(subject.model, state)
         return Subject(subject.model, reference.inputs, subject.loss_fn), births
 
-    def wrap(layer: Any, name: str) -> Any:
-        return CUDAGraphedLayer(layer, settings.warmup_steps, backend=backend, name=name)
+    def wrap(layer: Any, name: str, guard: Guard) -> Any:
+        return CUDAGraphedLayer(layer, settings.warmup_steps, backend=backend, name=name, guard=dict(guard) or None)
 
     steps, seed, lr = settings.steps, settings.seed, settings.lr
     with _runtime_quiet():
@@ -140,10 +141,10 @@ def validate(
         noise = compare(trace, eager) if not trace.error else Diff(0.0, 0.0, True)
         del again, trace
 
-        def wrapped_pass(picker: Callable[[Births], Callable[[Path], bool]]) -> tuple[PassResult, tuple[int, int]]:
+        def wrapped_pass(picker: Callable[[Births], Picker], nested: bool = False) -> tuple[PassResult, tuple[int, int]]:
             subject, births = fresh()
             before = fw.names(subject.model)
-            call, wrappers = wrap_where(fw, subject.model, picker(births), wrap)
+            call, wrappers = wrap_where(fw, subject.model, picker(births), wrap, nested)
             share = graphed_share(fw, call)
             changed = dropin_differences(before, fw.names(call)) if wrappers else ()
             trace = run(fw, subject, call, steps, seed, lr, follow=eager)
@@ -154,7 +155,7 @@ def validate(
             return result, share
 
         progress(f"plan: {len(analysis.plan.sites)} site(s)")
-        plan, share = wrapped_pass(lambda births: plan_picker(analysis.plan, births))
+        plan, share = wrapped_pass(lambda births: plan_picker(analysis.plan, births), nested=True)
         classes = []
         for i, name in enumerate(probed, 1):
             progress(f"probe {i}/{len(probed)}: {name}")

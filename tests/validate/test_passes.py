@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import ast
 import importlib
 import math
@@ -61,9 +63,9 @@ def _plan(*sites: WrapSite) -> Plan:
     return Plan(tuple(sites), verdicts, ())
 
 
-def _wrapped(model: nn.Module, plan: Plan) -> list[str]:
+def _wrapped(model: nn.Module, plan: Plan, nested: bool = False) -> list[str]:
     names: list[str] = []
-    wrap_where(_torch_fw(), model, plan_picker(plan), lambda layer, name: names.append(name) or layer)
+    wrap_where(_torch_fw(), model, plan_picker(plan), lambda layer, name, _guard: names.append(name) or layer, nested)
     return names
 
 
@@ -91,11 +93,24 @@ def test_builder_sites_match_package_classes_anywhere_but_never_framework_classe
     assert _wrapped(Owner(), _plan(_site(None, "model", qualname(Owner)), _site(None, "x", qualname(A)))) == ["model"]
 
 
+def test_the_plans_pass_wraps_nested_sites_innermost_first_each_with_its_guard() -> None:
+    """As the rewritten source does: a conditional parent's wrapper may run eagerly (its guard fails), and the
+    sites under it then keep graphs of their own."""
+    guard = (("past_key_values", "is None"),)
+    plan = _plan(
+        replace(_site(None, "model", qualname(Owner)), guard=guard), _site(Owner, "self.blocks[*]", qualname(A))
+    )
+    given: list[tuple[str, tuple]] = []
+    wrap_where(_torch_fw(), Owner(), plan_picker(plan), lambda layer, name, g: given.append((name, g)) or layer, True)
+    assert given == [("blocks.0", ()), ("blocks.2", ()), ("model", guard)]
+    assert _wrapped(Owner(), plan) == ["model"]  # a class's pass: the top-most only
+
+
 def test_a_layer_held_twice_gets_one_wrapper() -> None:
     model = Owner()
     model.blocks[1] = model.head
     plan = _plan(_site(Owner, "self.head", qualname(A)), _site(Owner, "self.blocks[*]", qualname(A)))
-    call, wrappers = wrap_where(_torch_fw(), model, plan_picker(plan), lambda layer, _: nn.Sequential(layer))
+    call, wrappers = wrap_where(_torch_fw(), model, plan_picker(plan), lambda layer, _name, _guard: nn.Sequential(layer))
     assert call is model and len(wrappers) == 3
     assert model.blocks[1] is model.head and isinstance(model.head, nn.Sequential)
 
@@ -218,13 +233,13 @@ def test_builder_sites_match_the_layers_their_calls_built(tmp_path, monkeypatch)
     with recording() as births:
         model = module.Net()
     names: list[str] = []
-    wrap_where(_torch_fw(), model, plan_picker(plan, births), lambda layer, name: names.append(name) or layer)
+    wrap_where(_torch_fw(), model, plan_picker(plan, births), lambda layer, name, _guard: names.append(name) or layer)
     # the Sequentials `stage` builds, not `extra`; the Block `factory` builds and its deep copy (no record of
     # where it was made: any Block of a builder site), not the Block built in `__init__`
     assert names == ["stages.0", "stages.1", "made", "copied"]
     # without the records: a builder site matches every Block and no framework class
     names.clear()
-    wrap_where(_torch_fw(), module.Net(), plan_picker(plan), lambda layer, name: names.append(name) or layer)
+    wrap_where(_torch_fw(), module.Net(), plan_picker(plan), lambda layer, name, _guard: names.append(name) or layer)
     assert names == ["made", "copied", "plain"]
 
 

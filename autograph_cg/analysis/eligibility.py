@@ -572,7 +572,7 @@ class Package:
         calls deep); None otherwise. A call in the function's own code (not a closure's) of a method that runs in a
         refresh, or in the body of an `if` whose test, in every way it may hold, reads state of `self` that the body
         writes, itself or through the methods of `self` it calls (`_refresh_of`)."""
-        if call.kind != "self" or call.scope or context not in self.classes:
+        if call.kind != "self" or call.scope or not self.is_layer(context):  # the runtime watches layers' attributes only
             return None
         if refresh is not None:
             return (refresh[0], refresh[1] + 1) if refresh[1] < REFRESH_DEPTH else None
@@ -585,7 +585,7 @@ class Package:
         none does. `analysis/refresh.py` finds those whose body writes that state itself, as the walk reads it."""
         for index in conditions:
             condition = function.conditions[index]
-            if condition.negated or not condition.stale or context not in self.classes:
+            if condition.negated or not condition.stale or not self.is_layer(context):
                 continue
             written = set(condition.wrote)
             for call in function.calls:

@@ -8,9 +8,12 @@ replays the test cannot change its answer without an eager call: it reads the la
 do not write, and host values that the graph's key fixes (shapes, dtypes, `training`, the call's other values).
 Such writes are no hazard; what else the branch does is judged as always.
 
-The recognition is strict and local to one function: the write sits in the body (not the `else`) of an `if` of
-the same function, and that `if`'s test reads an attribute of `self` that its body writes, in every way the test
-may hold. A test on anything else (a flag, an argument alone, `self.training`) refreshes nothing, nor does one that
+The recognition is strict: the write sits in the body (not the `else`) of an `if` of the same function, and that
+`if`'s test reads an attribute of `self` that its body writes, in every way the test may hold. The walk decides
+the writes the body makes itself; the verdict pass (`eligibility.Package._refresh_call`) adds what the methods of
+`self` the body calls write, a few calls deep, from the test's `staleness` recorded with its condition, and takes
+their writes of the layer's state as a refresh for that call only (the same method called elsewhere, outside a
+refresh, keeps them as hazards there). A test on anything else (a flag, an argument alone, `self.training`) refreshes nothing, nor does one that
 may also hold whatever the state (`self.deltas is None or past_length == 0`), and a test that reads a tensor's
 value is a host read found by other rules, under which nothing is waived.
 """

@@ -2630,7 +2630,8 @@ class SyncingRefresh({Layer}):
     # a refresh done through methods of `self` (`if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`):
     # the writes of the state in the methods it calls, a few calls deep, are a refresh for that call only; a helper
     # also called outside one, a test of an argument alone, a call in the `else`, a test that holds whatever the
-    # state, a write beyond the depth followed, and a sync in the helper still block
+    # state, a write beyond the depth followed, a sync in the helper, and the writes of an object that is no layer (the
+    # runtime watches layers' attributes only) still block
     "refreshes-through-methods": (
         {"m.py": """import {fw}
 from {nn} import {Layer}, Linear
@@ -2781,10 +2782,33 @@ class Syncing({Layer}):
         if x.shape[0] > self.limit:
             self._scale(x.shape[0])
         return x / self.top
+
+
+class Store:
+    def __init__(self):
+        self.ready = False
+
+    def _fill(self, x):
+        self.table = x * 2
+        self.ready = True
+
+    def get(self, x):
+        if not self.ready:
+            self._fill(x)
+        return self.table
+
+
+class HoldsStore({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.store = Store()
+
+    def forward(self, x):
+        return x + self.store.get(x)
 """},
         {"m.Rotary": "eligible", "m.Attention": "eligible", "m.Mixed": "eligible", "m.AlsoUnguarded": "ineligible",
          "m.ArgumentOnly": "conditional", "m.ElseCall": "ineligible", "m.PerCall": "ineligible", "m.TooDeep": "ineligible",
-         "m.Syncing": "ineligible"},
+         "m.Syncing": "ineligible", "m.HoldsStore": "ineligible"},
     ),
     # a method of an object that forward builds (`cache = DynamicCache(); cache.get_seq_length()`) is that class's
     # method, found by the resolver, not an attribute of the layer
@@ -3934,6 +3958,8 @@ def test_a_refresh_through_methods_follows_the_call(tmp_path: Path, framework: s
         ("Syncing._scale", 142): longer,
         ("Syncing._scale", 143): longer,
         ("Syncing._scale", 144): longer,
+        ("Store._fill", 157): None,  # the state of an object that is no layer: the runtime does not watch it
+        ("Store._fill", 158): None,
     }
     sarif = json.loads(runner.invoke(main, [*args, "sarif"]).stdout)
     store = [r for r in sarif["runs"][0]["results"] if r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "Rotary._store"]

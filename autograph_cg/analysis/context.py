@@ -792,7 +792,8 @@ class FunctionContext:
         return UNKNOWN
 
     def _note_origin(self, target: ast.expr, iterable: ast.expr) -> None:
-        """`for blk in self.blocks` (or `enumerate(self.blocks)`): calling `blk` calls the container's items."""
+        """`for blk in self.blocks` (or `enumerate(self.blocks)`, `zip(self.blocks, ...)`): calling `blk` calls the
+        container's items."""
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
             if iterable.func.id in ("enumerate", "reversed") and isinstance(target, ast.Tuple) and len(target.elts) == 2:
                 if iterable.func.id == "enumerate":
@@ -802,6 +803,13 @@ class FunctionContext:
                 iterable = iterable.args[0]
             elif iterable.func.id == "reversed":
                 iterable = iterable.args[0]
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "zip":
+            # `for block, past in zip(self.h, past_key_values)`: each name takes the items of its own iterable
+            if isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args) and not iterable.keywords:
+                for part, items in zip(target.elts, iterable.args):
+                    if not isinstance(items, ast.Starred):
+                        self._note_origin(part, items)
+            return
         attr = self._self_attr(iterable)
         if attr and isinstance(target, ast.Name):
             self.origins[target.id] = attr

@@ -819,7 +819,10 @@ class Package:
                 items = self.solver.items(frozenset({atom}))
                 if items:
                     targets += 1
-                    self._run(items, call, module, result, step, every=True)
+                    # the tests of the items' settings, where all are of one class, as tests of every item
+                    # (`self.h.*.attn.training`); of items of several classes, one's setting is missing on another
+                    inner = f"{holder}.*" if holder and _lone_object(items) else None
+                    self._run(items, call, module, result, step, every=True, holder=inner)
             elif kind == "?":
                 targets += 1
                 self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])

@@ -2810,6 +2810,83 @@ class HoldsStore({Layer}):
          "m.ArgumentOnly": "conditional", "m.ElseCall": "ineligible", "m.PerCall": "ineligible", "m.TooDeep": "ineligible",
          "m.Syncing": "ineligible", "m.HoldsStore": "ineligible"},
     ),
+    # a test of a setting of the layers a container holds is carried to the model that runs them all, as a test of
+    # every item (`self.h.*.attn.training`), whether forward iterates the container alone, with `enumerate` or
+    # `zip`; not where the items are of several classes (one's setting is missing on another: no call would pass)
+    "settings-of-container-items": (
+        {"m.py": """from {nn} import {Layer}, {List}, Linear
+
+
+class Attn({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+        self.alpha = 1.0
+
+    def forward(self, x):
+        if not self.training:
+            self.alpha = 2.0
+        return self.proj(x) * self.alpha
+
+
+class Block({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attn()
+
+    def forward(self, x, past=None):
+        return self.attn(x)
+
+
+class Plain({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.h = {List}([Block() for _ in range(2)])
+
+    def forward(self, x):
+        for block in self.h:
+            x = block(x)
+        return x
+
+
+class Zipped({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.h = {List}([Block() for _ in range(2)])
+
+    def forward(self, x, pasts):
+        for i, (block, past) in enumerate(zip(self.h, pasts)):
+            x = block(x, past)
+        return x
+
+
+class Head({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.model = Zipped()
+
+    def forward(self, x, pasts):
+        return self.model(x, pasts)
+
+
+class Other({Layer}):
+    def forward(self, x, past=None):
+        return x * 2
+
+
+class Mixed({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.h = {List}([Block(), Other()])
+
+    def forward(self, x):
+        for block in self.h:
+            x = block(x)
+        return x
+"""},
+        {"m.Attn": "conditional", "m.Block": "conditional", "m.Plain": "conditional", "m.Zipped": "conditional",
+         "m.Head": "conditional", "m.Mixed": "ineligible"},
+    ),
     # a method of an object that forward builds (`cache = DynamicCache(); cache.get_seq_length()`) is that class's
     # method, found by the resolver, not an attribute of the layer
     "methods-of-an-object-built-in-forward": (
@@ -3964,6 +4041,18 @@ def test_a_refresh_through_methods_follows_the_call(tmp_path: Path, framework: s
     sarif = json.loads(runner.invoke(main, [*args, "sarif"]).stdout)
     store = [r for r in sarif["runs"][0]["results"] if r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "Rotary._store"]
     assert len(store) == 2 and all(r["properties"] == {"refresh": grown} for r in store)
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_setting_of_every_item_is_the_guard_of_the_model_running_them(tmp_path: Path, framework: str) -> None:
+    """The guard on the items' setting names every item (`*`), through the model's own sublayer for its head."""
+    files, _ = CASES["settings-of-container-items"]
+    _write(tmp_path, framework, files)
+    verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
+    guards = {q.removeprefix("pkg.m."): v.guard for q, v in verdicts.items()}
+    assert guards["Block"] == (("self.attn.training", "truthy"),)
+    assert guards["Plain"] == guards["Zipped"] == (("self.h.*.attn.training", "truthy"),)
+    assert guards["Head"] == (("self.model.h.*.attn.training", "truthy"),)
 
 
 TRAILING_COMMAS = """from {nn} import {Layer}, Linear, LayerNorm

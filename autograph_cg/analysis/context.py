@@ -237,6 +237,7 @@ class FunctionContext:
         "globals_declared", "local_funcs", "local_imports", "_test_depth", "self_tests", "params", "aliases", "forward",
         "summarizer", "conditions", "active", "guards", "ops", "kwargs", "sequences", "optional", "tests", "exits", "finding_exits",
         "call_exits", "borrowed", "assumes", "_calls_in", "unless", "fixed", "uncertain", "held", "refreshing", "refreshes",
+        "state_writes",
     )  # fmt: skip
 
     def __init__(self, module: ModuleScope, cls: ClassScope | None, qualname: str, summarizer: Summarizer | None = None) -> None:
@@ -274,6 +275,7 @@ class FunctionContext:
         # finding the one of them a write of the layer's state sits under (-1: none)
         self.refreshing: set[int] = set()
         self.refreshes: list[int] = []
+        self.state_writes: list[bool] = []  # per finding: a write of the layer's state in the function's own code
         # `**kwargs` when only handed on: its name, and what a call that spreads it passes (KWARGS and the other
         # parameter names, which it cannot hold); None otherwise
         self.kwargs: tuple[str, Expr] | None = None
@@ -363,6 +365,7 @@ class FunctionContext:
         span = self.module.span(node)
         self.guards.append(self.active)
         self.refreshes.append(self._refreshed_by(node))
+        self.state_writes.append(self.scope_name == self.qualname and refresh.written(node) is not None)
         self.finding_exits.append(self.exits)
         self.assumes.append(self._assumed(node))
         self.findings.append(
@@ -436,6 +439,8 @@ class FunctionContext:
             conditions=tuple(self.conditions),
             guards=tuple(self.guards) if any(self.guards) else (),
             refreshes=tuple(self.refreshes) if any(r >= 0 for r in self.refreshes) else (),
+            state_writes=tuple(self.state_writes) if any(self.state_writes) else (),
+            writes_state=tuple(sorted(refresh.assigned(func.body))) if self.cls is not None else (),
             ops=self.ops,
             cuts=tuple(cuts) if any(cuts) else (),
             assumes=tuple(self.assumes) if any(self.assumes) else (),
@@ -486,10 +491,13 @@ class FunctionContext:
                 found |= inner
         return found
 
-    def guarded(self, test: ast.expr, negated: bool, body: list[ast.stmt], refreshes: bool = False) -> None:
+    def guarded(
+        self, test: ast.expr, negated: bool, body: list[ast.stmt], refreshes: bool = False, stale: tuple = (), wrote: tuple[str, ...] = ()
+    ) -> None:
         """Walk `body` as code that runs only when `test` holds (or fails, for an `else`); `refreshes`: `test` reads
-        state of `self` that `body` writes, so the writes of the layer's state there are a refresh."""
-        index = self._condition(test, negated)
+        state of `self` that `body` writes, so the writes of the layer's state there are a refresh; `stale` and
+        `wrote`: what the test needs of that state and what the body writes of it (`Condition.stale`)."""
+        index = self._condition(test, negated, stale=stale, wrote=wrote)
         if index is None:
             self.body(body)
             return
@@ -502,7 +510,7 @@ class FunctionContext:
         finally:
             self.active = outer
 
-    def _condition(self, test: ast.expr, negated: bool, text: str = "") -> int | None:
+    def _condition(self, test: ast.expr, negated: bool, text: str = "", stale: tuple = (), wrote: tuple[str, ...] = ()) -> int | None:
         """Record a condition code may sit under; its index (None when no resolver reads conditions)."""
         if self.summarizer is None:
             return None
@@ -514,7 +522,7 @@ class FunctionContext:
         expr = self.summarizer.condition(test, "self" if self.cls is not None else None)
         unless = tuple((n, self.unless[n]) for n in tested if n in self.unless)
         fixed = tuple((n, value, ran) for n in sorted(names & self.fixed.keys()) for value, ran in self.fixed[n])
-        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless, fixed, settings))
+        self.conditions.append(Condition(expr, text, negated, tuple(tested), tensors, unless, fixed, settings, stale, wrote))
         self.tests.append(test)
         return index
 
@@ -784,7 +792,8 @@ class FunctionContext:
         return UNKNOWN
 
     def _note_origin(self, target: ast.expr, iterable: ast.expr) -> None:
-        """`for blk in self.blocks` (or `enumerate(self.blocks)`): calling `blk` calls the container's items."""
+        """`for blk in self.blocks` (or `enumerate(self.blocks)`, `zip(self.blocks, ...)`): calling `blk` calls the
+        container's items."""
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
             if iterable.func.id in ("enumerate", "reversed") and isinstance(target, ast.Tuple) and len(target.elts) == 2:
                 if iterable.func.id == "enumerate":
@@ -794,6 +803,13 @@ class FunctionContext:
                 iterable = iterable.args[0]
             elif iterable.func.id == "reversed":
                 iterable = iterable.args[0]
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "zip":
+            # `for block, past in zip(self.h, past_key_values)`: each name takes the items of its own iterable
+            if isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args) and not iterable.keywords:
+                for part, items in zip(target.elts, iterable.args):
+                    if not isinstance(items, ast.Starred):
+                        self._note_origin(part, items)
+            return
         attr = self._self_attr(iterable)
         if attr and isinstance(target, ast.Name):
             self.origins[target.id] = attr
@@ -1249,8 +1265,13 @@ def _branch(ctx: FunctionContext, node: ast.If | ast.While) -> None:
     runs = on_cuda(node.test, ctx.qualify)  # an arm for another device never runs inside a CUDA graph
     if runs is not False:
         # a test that found nothing (no tensor read on the host) and reads state of `self` that the body writes
-        refreshes = ctx.cls is not None and len(ctx.findings) == read and refresh.refreshes(node.test, node.body)
-        ctx.guarded(node.test, False, node.body, refreshes) if runs is None else ctx.body(node.body)
+        stale = refresh.staleness(node.test) if ctx.cls is not None and len(ctx.findings) == read else None
+        wrote = refresh.assigned(node.body) if stale is not None else set()
+        refreshes = stale is not None and refresh.stale(stale, wrote)
+        if runs is None:
+            ctx.guarded(node.test, False, node.body, refreshes, stale or (), tuple(sorted(wrote)))
+        else:
+            ctx.body(node.body)
     if runs is not True and node.orelse:
         ctx.guarded(node.test, True, node.orelse) if runs is None else ctx.body(node.orelse)
 

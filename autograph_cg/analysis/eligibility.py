@@ -15,6 +15,7 @@ from typing import Callable, Hashable, Iterable
 
 from autograph_cg.analysis import frameworks as fw
 from autograph_cg.analysis import guards
+from autograph_cg.analysis import refresh as refreshes
 from autograph_cg.analysis.guards import Binder, same
 from autograph_cg.analysis.ledger import Ledger
 from autograph_cg.analysis.facts import CallRef, ClassFacts, FunctionFacts, ModuleFacts
@@ -38,6 +39,9 @@ _STATUS_ORDER = {Status.ELIGIBLE: 0, Status.CONDITIONAL: 1, Status.UNKNOWN: 2, S
 #: Families a default-off condition may waive: a host sync, a dynamic shape or host control flow fails capture
 #: loudly and the runtime falls back; side effects (AG4xx) would replay wrong silently and are never waived.
 _WAIVABLE = ("AG1", "AG2", "AG3", "AG9")
+#: How many calls deep the methods of `self` that a refresh calls are followed for what they write (and whose
+#: writes of the layer's state are then a refresh too): beyond it, their writes are hazards as anywhere.
+REFRESH_DEPTH = 3
 
 
 @dataclass
@@ -486,10 +490,14 @@ class Package:
                 result.take(self._function(qual, backward[0], backward[1]), None)
         return result
 
-    def _function(self, context: str, owner: str, function: FunctionFacts, site: Ctx | None = None) -> _Result:
+    def _function(
+        self, context: str, owner: str, function: FunctionFacts, site: Ctx | None = None, refresh: tuple[str, int] | None = None
+    ) -> _Result:
         """`site`: the function runs for one call (a package function called by name whose calls go through
-        its parameters): what those calls run is solved for that call's arguments."""
-        key = (context, owner, function.name, site)
+        its parameters): what those calls run is solved for that call's arguments. `refresh`: a method of `self`
+        that runs for this call only in a refresh, (its test as written, how many calls deep), whose own writes of
+        the layer's state are part of that refresh (`_refresh_of`)."""
+        key = (context, owner, function.name, site) if refresh is None else (context, owner, function.name, site, refresh)
         memo = self._function_memo.get(key)
         if memo is not None:
             self.ledger.used(key)
@@ -497,9 +505,11 @@ class Package:
         if key in self._in_progress:
             self.ledger.provisional_read()  # a cycle: what it reads now depends on where the cycle was entered
             return _Result()
-        return self.ledger.track(key, lambda: self._function_result(key, context, owner, function, site))
+        return self.ledger.track(key, lambda: self._function_result(key, context, owner, function, site, refresh))
 
-    def _function_result(self, key: tuple, context: str, owner: str, function: FunctionFacts, site: Ctx | None) -> _Result:
+    def _function_result(
+        self, key: tuple, context: str, owner: str, function: FunctionFacts, site: Ctx | None, refresh: tuple[str, int] | None
+    ) -> _Result:
         self._in_progress.add(key)
         self.ledger.add(("reached", owner, function.name))
         module = self.classes[owner][0] if owner in self.classes else self.modules[owner]
@@ -516,6 +526,11 @@ class Package:
         for index, finding in enumerate(function.findings):
             if not self.keep(finding.code) or self._unfounded(function, index) or function.refresh(index) is not None:
                 continue
+            if function.writes_state_at(index):  # in a refresh through a method of `self` it calls, or run by one
+                text = refresh[0] if refresh is not None else self._refresh_of(context, function, function.guard(index))
+                self.ledger.add(("refreshed", owner, function.name, index, text) if text else ("unrefreshed", owner, function.name, index))
+                if text:
+                    continue
             rule = RULES[finding.code]
             if rule.blocks:
                 reason = Reason((), finding.code, finding.message, finding.path, finding.line)
@@ -530,10 +545,10 @@ class Package:
                     result.absorb(Status.INELIGIBLE, [reason], step, hard=not waivable)
         for call in function.calls:
             if not call.conditions and not call.cut:
-                self._call(context, owner, module, call, result, step, site)
+                self._call(context, owner, module, call, result, step, site, self._refresh_call(context, function, call, refresh))
                 continue
             found = _Result()  # whether its conditions are off by default matters only if the call fails
-            self._call(context, owner, module, call, found, step, site)
+            self._call(context, owner, module, call, found, step, site, self._refresh_call(context, function, call, refresh))
             if call.cut and not found.hard and not any(e.hard for e in found.guarded.values()) and self._out_of_graphs(call.cut):
                 continue  # the library skips it while capturing; a side effect skipped would make a replay differ
             blocks = found.status in (Status.INELIGIBLE, Status.UNKNOWN)
@@ -548,6 +563,55 @@ class Package:
         self._in_progress.discard(key)
         self._function_memo[key] = result
         return result
+
+    # ----- refreshes through methods of `self` ---------------------------------------------------------------------
+    def _refresh_call(
+        self, context: str, function: FunctionFacts, call: CallRef, refresh: tuple[str, int] | None
+    ) -> tuple[str, int] | None:
+        """The refresh a call of a method of `self` runs in, when it runs only in one: (its test as written, how many
+        calls deep); None otherwise. A call in the function's own code (not a closure's) of a method that runs in a
+        refresh, or in the body of an `if` whose test, in every way it may hold, reads state of `self` that the body
+        writes, itself or through the methods of `self` it calls (`_refresh_of`)."""
+        if call.kind != "self" or call.scope or not self.is_layer(context):  # the runtime watches layers' attributes only
+            return None
+        if refresh is not None:
+            return (refresh[0], refresh[1] + 1) if refresh[1] < REFRESH_DEPTH else None
+        text = self._refresh_of(context, function, call.conditions)
+        return (text, 1) if text else None
+
+    def _refresh_of(self, context: str, function: FunctionFacts, conditions: tuple[int, ...]) -> str:
+        """The test of a refresh among `conditions` (the branches code of `function` sits in) that holds only where
+        what it reads of the state its body writes, through the methods of `self` it calls too, says so; "" when
+        none does. `analysis/refresh.py` finds those whose body writes that state itself, as the walk reads it."""
+        for index in conditions:
+            condition = function.conditions[index]
+            if condition.negated or not condition.stale or not self.is_layer(context):
+                continue
+            written = set(condition.wrote)
+            for call in function.calls:
+                if call.kind == "self" and not call.scope and index in call.conditions:
+                    written |= self._writes_state(context, call.target, REFRESH_DEPTH)
+            if refreshes.stale(condition.stale, written):
+                return condition.text
+        return ""
+
+    def _writes_state(self, context: str, name: str, depth: int) -> set[str]:
+        """The attributes of `self` that method `name` of class `context` writes in its own code, with the methods of
+        `self` it calls there, `depth` calls deep; nothing for a method not walked yet (its deep index is asked for)."""
+        found = self.find_method(context, name)
+        if found is None or depth <= 0:
+            return set()
+        owner, method = found
+        module = self.classes[owner][0]
+        self.ledger.read(module.path)
+        if not method.walked:
+            self._needs_deep(module.path)
+            return set()
+        written = set(method.writes_state)
+        for call in method.calls:
+            if call.kind == "self" and not call.scope:
+                written |= self._writes_state(context, call.target, depth - 1)
+        return written
 
     def _filled_from_config(self, owner: str, function: FunctionFacts) -> Callable[[str], bool]:
         """The parameters of a decorated function that a call leaving them out gets from the layer's config or from
@@ -625,8 +689,17 @@ class Package:
         return off
 
     def _call(
-        self, context: str, owner: str, module: ModuleFacts, call: CallRef, result: _Result, step: str, site: Ctx | None = None
+        self,
+        context: str,
+        owner: str,
+        module: ModuleFacts,
+        call: CallRef,
+        result: _Result,
+        step: str,
+        site: Ctx | None = None,
+        refresh: tuple[str, int] | None = None,
     ) -> None:
+        """`refresh`: a call of a method of `self` that runs only in that refresh (`_refresh_call`)."""
         kind, target = call.kind, call.target
         here = site if site is not None else (module.module, step, None)  # where the call's expressions are solved
         if site is None and context != owner and owner in self.classes and context in self.classes:
@@ -640,7 +713,8 @@ class Package:
             method = self.find_method(context, target)
             if method is not None:
                 runs_for = self._run_for_call(call, here, self.classes[method[0]][0].module, method[1])
-                result.take(self._function(context, method[0], method[1], runs_for), step, bind=self._binder(call, *method, holder="self"))
+                ran = self._function(context, method[0], method[1], runs_for, refresh)
+                result.take(ran, step, bind=self._binder(call, *method, holder="self"))
                 return
             if target in DISPATCH.layer_methods and self.is_layer(context) and not self.solver.assigns(context, target):
                 return  # the framework's `self.register_buffer(...)`: a rule judges the call itself (AG407)
@@ -745,7 +819,10 @@ class Package:
                 items = self.solver.items(frozenset({atom}))
                 if items:
                     targets += 1
-                    self._run(items, call, module, result, step, every=True)
+                    # the tests of the items' settings, where all are of one class, as tests of every item
+                    # (`self.h.*.attn.training`); of items of several classes, one's setting is missing on another
+                    inner = f"{holder}.*" if holder and _lone_object(items) else None
+                    self._run(items, call, module, result, step, every=True, holder=inner)
             elif kind == "?":
                 targets += 1
                 self._unknown("AG901", call.text, call, module, call.span.line, result, step, why=atom[1])
@@ -963,9 +1040,20 @@ class Package:
     def compute_all(self) -> dict[str, Verdict]:
         return {qual: self.verdict(qual) for qual in self.layer_classes()}
 
+    def _refreshed_writes(self) -> dict[tuple[str, str, int], str]:
+        """The writes of the layer's state that the verdicts found a refresh through a method of `self` (per function
+        and finding, the first test as written), less those some call reaches outside one: a hazard there."""
+        found: dict[tuple[str, str, int], str] = {}
+        for owner, name, index, text in sorted(self._report("refreshed")):
+            found.setdefault((owner, name, index), text)
+        for owner, name, index in self._report("unrefreshed"):
+            found.pop((owner, name, index), None)
+        return found
+
     def reachable_findings(self) -> list[Finding]:
         """Findings in functions reached from some layer's forward, plus the unresolved calls met on the way."""
         found: list[Finding] = []
+        refreshed = self._refreshed_writes()
         for owner, name in self._report("reached"):
             if owner in self.classes:
                 if self.classes[owner][1].skipped:
@@ -981,7 +1069,7 @@ class Package:
                 if self.keep(finding.code) and not self._unfounded(function, index):
                     condition = _condition_text(function, function.guard(index), off)
                     refresh = function.refresh(index)
-                    text = refresh.text if refresh is not None else ""  # a refresh of state its test reads: no hazard
+                    text = refresh.text if refresh is not None else refreshed.get((owner, name, index), "")  # no hazard
                     waived = text or condition and finding.code.startswith(_WAIVABLE) or not RULES[finding.code].blocks
                     kept_out = () if waived else guards.keep_out(function, function.guard(index))
                     guard = kept_out[0] if kept_out else ()

@@ -65,6 +65,11 @@ class Condition:
     # the layer's own settings it tests (`self.config.is_decoder`), which nothing before it writes: the runtime
     # reads them from the wrapped layer
     settings: tuple[str, ...] = ()
+    # the body (not the `else`) of an `if` of a layer's method whose test reads state of `self` and found nothing
+    # itself: what the test holding needs of that state (`refresh.staleness`), and the attributes of `self` the body
+    # writes where it stands; with what the methods of `self` it calls write, it says whether the body is a refresh
+    stale: tuple = ()
+    wrote: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,11 @@ class FunctionFacts:
     # per finding that writes the layer's state in a refresh (`analysis/refresh.py`), the condition whose test reads
     # that state; -1 for the others (empty: none at all)
     refreshes: tuple[int, ...] = ()
+    # per finding, whether it writes the layer's state (`refresh.written`) in the function's own code, not a
+    # closure's: a refresh when the function runs only in one (a method a refresh calls; empty: none at all)
+    state_writes: tuple[bool, ...] = ()
+    # the attributes of `self` it writes in its own code (`self.x = ...`, `self.register_buffer("x", ...)`)
+    writes_state: tuple[str, ...] = ()
     # per finding, the calls whose truth while capturing keeps it out of a graph (see `CallRef.cut`)
     cuts: tuple[tuple[str, ...], ...] = ()
     # per finding, other modules' functions whose results alone make what it reads a tensor: if each returns a host
@@ -103,6 +113,10 @@ class FunctionFacts:
         """The test of the refresh the finding writes the layer's state in, None when it is no such write."""
         at = self.refreshes[index] if index < len(self.refreshes) else -1
         return self.conditions[at] if at >= 0 else None
+
+    def writes_state_at(self, index: int) -> bool:
+        """Whether the finding writes the layer's state in the function's own code."""
+        return index < len(self.state_writes) and self.state_writes[index]
 
     def cut(self, index: int) -> tuple[str, ...]:
         return self.cuts[index] if index < len(self.cuts) else ()

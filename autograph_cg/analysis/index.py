@@ -420,6 +420,7 @@ def _suppressed(scope: ModuleScope, facts: FunctionFacts) -> FunctionFacts:
         findings=tuple(facts.findings[i] for i in kept),
         guards=per_finding(facts.guards, ()),
         refreshes=per_finding(facts.refreshes, -1),
+        state_writes=per_finding(facts.state_writes, False),
         cuts=per_finding(facts.cuts, ()),
         assumes=per_finding(facts.assumes, ()),
     )

@@ -8,9 +8,12 @@ replays the test cannot change its answer without an eager call: it reads the la
 do not write, and host values that the graph's key fixes (shapes, dtypes, `training`, the call's other values).
 Such writes are no hazard; what else the branch does is judged as always.
 
-The recognition is strict and local to one function: the write sits in the body (not the `else`) of an `if` of
-the same function, and that `if`'s test reads an attribute of `self` that its body writes, in every way the test
-may hold. A test on anything else (a flag, an argument alone, `self.training`) refreshes nothing, nor does one that
+The recognition is strict: the write sits in the body (not the `else`) of an `if` of the same function, and that
+`if`'s test reads an attribute of `self` that its body writes, in every way the test may hold. The walk decides
+the writes the body makes itself; the verdict pass (`eligibility.Package._refresh_call`) adds what the methods of
+`self` the body calls write, a few calls deep, from the test's `staleness` recorded with its condition, and takes
+their writes of the layer's state as a refresh for that call only (the same method called elsewhere, outside a
+refresh, keeps them as hazards there). A test on anything else (a flag, an argument alone, `self.training`) refreshes nothing, nor does one that
 may also hold whatever the state (`self.deltas is None or past_length == 0`), and a test that reads a tensor's
 value is a host read found by other rules, under which nothing is waived.
 """
@@ -37,22 +40,36 @@ def written(node: ast.AST) -> str | None:
     return None
 
 
-def refreshes(test: ast.expr, body: list[ast.stmt]) -> bool:
-    """Whether `test` holds only where what it reads of the state `body` writes says so: then every write of the
-    layer's state in `body` is a refresh. Each way an `or` may hold must read that state (`self.deltas is None or
-    past_length == 0` also runs on every prefill, whatever the state: per-call state, not a refresh), one part of an
-    `and` is enough (`flag and self.cache is None`)."""
-    return bool(_read(test)) and _stale(test, _assigned(body), True)
+#: What a test needs to hold, over the attributes of `self` it reads: ("read", names) holds where one of `names` was
+#: written, ("all", parts) and ("any", parts) where all or any of its parts do. Plain tuples: recorded in the facts
+#: of a condition (`Condition.stale`), for the verdict pass to ask with what a method the body calls writes.
+Staleness = tuple
 
 
-def _stale(test: ast.expr, written: set[str], holds: bool) -> bool:
-    """Whether `test` holding (failing, not `holds`) needs some part of it that reads one of `written`."""
+def staleness(test: ast.expr) -> Staleness | None:
+    """What `test` holding needs of the attributes of `self` it reads; None when it reads none."""
+    return _staleness(test, True) if _read(test) else None
+
+
+def _staleness(test: ast.expr, holds: bool) -> Staleness:
+    """What `test` holding (failing, not `holds`) needs of the attributes of `self` it reads."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _stale(test.operand, written, not holds)
-    if isinstance(test, ast.BoolOp):
-        parts = [_stale(value, written, holds) for value in test.values]
-        return all(parts) if isinstance(test.op, ast.Or) == holds else any(parts)  # `not (a and b)`: `not a or not b`
-    return bool(_read(test) & written)
+        return _staleness(test.operand, not holds)
+    if isinstance(test, ast.BoolOp):  # `not (a and b)`: `not a or not b`
+        parts = tuple(_staleness(value, holds) for value in test.values)
+        return ("all" if isinstance(test.op, ast.Or) == holds else "any", parts)
+    return ("read", tuple(sorted(_read(test))))
+
+
+def stale(found: Staleness, written: set[str] | frozenset[str]) -> bool:
+    """Whether a test of this staleness holds only where what it reads of the state `written` says so: then every
+    write of the layer's state in the body that writes them is a refresh. Each way an `or` may hold must read that
+    state (`self.deltas is None or past_length == 0` also runs on every prefill, whatever the state: per-call state,
+    not a refresh), one part of an `and` is enough (`flag and self.cache is None`)."""
+    kind, parts = found
+    if kind == "read":
+        return not written.isdisjoint(parts)
+    return (all if kind == "all" else any)(stale(part, written) for part in parts)
 
 
 def _read(test: ast.expr) -> set[str]:
@@ -68,7 +85,7 @@ def _read(test: ast.expr) -> set[str]:
     return found
 
 
-def _assigned(statements: list[ast.stmt]) -> set[str]:
+def assigned(statements: list[ast.stmt]) -> set[str]:
     """The attributes of `self` that `statements` write where they stand (nested blocks included)."""
     found: set[str] = set()
     for statement in statements:

@@ -45,7 +45,8 @@ STATUS_DOCS = {
     "the tests the code makes (`x is None`, `x is not None`, `if flag:`, `if not flag:`), through the calls that "
     "pass the argument on unchanged; never from a name. A guard may also test the layer's own settings, read from "
     "the layer on every call: `self.config.is_decoder` where forward sets `use_cache = False` for encoders, "
-    "`self.training`, `self.bert.config.is_decoder` for the model a head holds.",
+    "`self.training`, `self.bert.config.is_decoder` for the model a head holds, `self.h.*.attn.training` for every "
+    "block of the list a model runs (all of one class).",
     Status.INELIGIBLE: "A hazard that blocks capture runs in its forward or in something it calls, unconditionally "
     "or under a condition that is on by default. Each reason gives the chain from its forward to the line.",
     Status.UNKNOWN: "Something its forward runs could not be resolved: a call through a value the analyzer cannot "

@@ -41,12 +41,36 @@ _PASSED_ONLY = frozenset({"passed false"})
 _FROM_CONFIG = object()  # the default of a test that a value left out (or None) reads from the layer's config
 
 
+def _reached(value: Any, path: tuple[str, ...]) -> list[Any]:
+    """What the attribute chain ``path`` reaches from ``value``: one value, or one per item where a part is ``*``
+    (``self.h.*.attn.training``: the setting of every layer a container holds, as forward runs them all)."""
+    found = [value]
+    for attr in path:
+        if attr != "*":
+            found = [getattr(v, attr, _MISSING) for v in found]
+            continue
+        items: list[Any] = []
+        for v in found:
+            if v is _MISSING:
+                items.append(v)
+            elif hasattr(v, "values") and callable(v.values):  # a dict of layers (ModuleDict, LayerDict): its values
+                items.extend(v.values())
+            else:
+                try:
+                    items.extend(v)
+                except TypeError:  # nothing to iterate: the test cannot hold
+                    items.append(_MISSING)
+        found = items
+    return found
+
+
 class Guard:
     """Where each guarded parameter sits in the forward's signature, and its test. A name the forward takes only
     through ``**kwargs`` (it hands them on to a layer that has the parameter) is looked for among the call's
     keywords; left out, it passes (the plan guards such a name only where the default it reaches passes). A name
-    ``self.a.b`` is a setting of the layer (``self.config.is_decoder``), read from it on every call; so is
-    ``config.<name>`` for a "config false" test the call leaves to the config."""
+    ``self.a.b`` is a setting of the layer (``self.config.is_decoder``), read from it on every call (``*`` in it:
+    every item of a container, ``self.h.*.attn.training``); so is ``config.<name>`` for a "config false" test the
+    call leaves to the config."""
 
     __slots__ = ("checks", "settings")
 
@@ -84,10 +108,7 @@ class Guard:
     def failure(self, args: tuple, kwargs: dict, layer: Any = None) -> str | None:
         """The reason this call of ``layer`` may not replay, or None when every test passes."""
         for path, accept, failed in self.settings:
-            value = layer
-            for attr in path:
-                value = getattr(value, attr, _MISSING)
-            if value is _MISSING or not accept(value):
+            if not all(value is not _MISSING and accept(value) for value in _reached(layer, path)):
                 return failed
         for name, position, default, accept, failed in self.checks:
             if name in kwargs:

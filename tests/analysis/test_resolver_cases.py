@@ -2627,6 +2627,266 @@ class SyncingRefresh({Layer}):
         {"m.Rotary": "eligible", "m.Attention": "conditional", "m.Lazy": "eligible", "m.PerCall": "ineligible",
          "m.ElseWrite": "ineligible", "m.SyncingTest": "ineligible", "m.SyncingRefresh": "conditional"},
     ),
+    # a refresh done through methods of `self` (`if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`):
+    # the writes of the state in the methods it calls, a few calls deep, are a refresh for that call only; a helper
+    # also called outside one, a test of an argument alone, a call in the `else`, a test that holds whatever the
+    # state, a write beyond the depth followed, a sync in the helper, and the writes of an object that is no layer (the
+    # runtime watches layers' attributes only) still block
+    "refreshes-through-methods": (
+        {"m.py": """import {fw}
+from {nn} import {Layer}, Linear
+
+
+class Rotary({Layer}):
+    def __init__(self, dim):
+        super().__init__()
+        self._set_cache(16)
+
+    def _set_cache(self, seq_len):
+        self.max_seq_len_cached = seq_len
+        self._store({fw}.arange(seq_len))
+
+    def _store(self, t):
+        self.register_buffer("cos_cached", t.cos())
+        self.sin_cached = t.sin()
+
+    def forward(self, x, seq_len):
+        if seq_len > self.max_seq_len_cached:
+            self._set_cache(seq_len)
+        return x * self.cos_cached[:seq_len] + self.sin_cached[:seq_len]
+
+
+class Attention({Layer}):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = Linear(dim, dim)
+        self.rotary = Rotary(dim)
+
+    def forward(self, x):
+        return self.rotary(self.proj(x), x.shape[1])
+
+
+class Mixed({Layer}):
+    def __init__(self):
+        super().__init__()
+        self._grow(16)
+
+    def _grow(self, n):
+        self.limit = n
+        self.table = {fw}.arange(n)
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            self._grow(x.shape[0])
+            self.grown = True
+        return x + self.table[: x.shape[0]]
+
+
+class AlsoUnguarded({Layer}):
+    def __init__(self):
+        super().__init__()
+        self._fill(16)
+
+    def _fill(self, n):
+        self.limit = n
+        self.table = {fw}.arange(n)
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            self._fill(x.shape[0])
+        y = x + self.table[: x.shape[0]]
+        self._fill(16)
+        return y
+
+
+class ArgumentOnly({Layer}):
+    def __init__(self):
+        super().__init__()
+        self._build(16)
+
+    def _build(self, n):
+        self.limit = n
+        self.table = {fw}.arange(n)
+
+    def forward(self, x, rebuild=False):
+        if rebuild:
+            self._build(x.shape[0])
+        return x + self.table[: x.shape[0]]
+
+
+class ElseCall({Layer}):
+    def __init__(self):
+        super().__init__()
+        self._make(16)
+
+    def _make(self, n):
+        self.limit = n
+        self.table = {fw}.arange(n)
+
+    def forward(self, x):
+        if x.shape[0] <= self.limit:
+            pass
+        else:
+            self._make(x.shape[0])
+        return x + self.table[: x.shape[0]]
+
+
+class PerCall({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.deltas = None
+
+    def _set_deltas(self, x):
+        self.deltas = x * 2
+
+    def forward(self, x, past_length=0):
+        if self.deltas is None or past_length == 0:
+            self._set_deltas(x)
+        return x + self.deltas
+
+
+class TooDeep({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.limit = 0
+
+    def _a(self, n):
+        self._b(n)
+
+    def _b(self, n):
+        self._c(n)
+
+    def _c(self, n):
+        self._d(n)
+
+    def _d(self, n):
+        self.limit = n
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            self._a(x.shape[0])
+        return x
+
+
+class Syncing({Layer}):
+    def __init__(self):
+        super().__init__()
+        self._scale(16)
+
+    def _scale(self, n):
+        self.limit = n
+        self.table = {fw}.arange(n)
+        self.top = self.table.max().item()
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            self._scale(x.shape[0])
+        return x / self.top
+
+
+class Store:
+    def __init__(self):
+        self.ready = False
+
+    def _fill(self, x):
+        self.table = x * 2
+        self.ready = True
+
+    def get(self, x):
+        if not self.ready:
+            self._fill(x)
+        return self.table
+
+
+class HoldsStore({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.store = Store()
+
+    def forward(self, x):
+        return x + self.store.get(x)
+"""},
+        {"m.Rotary": "eligible", "m.Attention": "eligible", "m.Mixed": "eligible", "m.AlsoUnguarded": "ineligible",
+         "m.ArgumentOnly": "conditional", "m.ElseCall": "ineligible", "m.PerCall": "ineligible", "m.TooDeep": "ineligible",
+         "m.Syncing": "ineligible", "m.HoldsStore": "ineligible"},
+    ),
+    # a test of a setting of the layers a container holds is carried to the model that runs them all, as a test of
+    # every item (`self.h.*.attn.training`), whether forward iterates the container alone, with `enumerate` or
+    # `zip`; not where the items are of several classes (one's setting is missing on another: no call would pass)
+    "settings-of-container-items": (
+        {"m.py": """from {nn} import {Layer}, {List}, Linear
+
+
+class Attn({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
+        self.alpha = 1.0
+
+    def forward(self, x):
+        if not self.training:
+            self.alpha = 2.0
+        return self.proj(x) * self.alpha
+
+
+class Block({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attn()
+
+    def forward(self, x, past=None):
+        return self.attn(x)
+
+
+class Plain({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.h = {List}([Block() for _ in range(2)])
+
+    def forward(self, x):
+        for block in self.h:
+            x = block(x)
+        return x
+
+
+class Zipped({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.h = {List}([Block() for _ in range(2)])
+
+    def forward(self, x, pasts):
+        for i, (block, past) in enumerate(zip(self.h, pasts)):
+            x = block(x, past)
+        return x
+
+
+class Head({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.model = Zipped()
+
+    def forward(self, x, pasts):
+        return self.model(x, pasts)
+
+
+class Other({Layer}):
+    def forward(self, x, past=None):
+        return x * 2
+
+
+class Mixed({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.h = {List}([Block(), Other()])
+
+    def forward(self, x):
+        for block in self.h:
+            x = block(x)
+        return x
+"""},
+        {"m.Attn": "conditional", "m.Block": "conditional", "m.Plain": "conditional", "m.Zipped": "conditional",
+         "m.Head": "conditional", "m.Mixed": "ineligible"},
+    ),
     # a method of an object that forward builds (`cache = DynamicCache(); cache.get_seq_length()`) is that class's
     # method, found by the resolver, not an attribute of the layer
     "methods-of-an-object-built-in-forward": (
@@ -3731,6 +3991,68 @@ def test_a_refresh_is_listed_with_its_test_and_needs_no_guard(tmp_path: Path, fr
     assert len(rotary) == 3 and all(r["properties"] == {"refresh": stale} for r in rotary)
     assert "a refresh" in runner.invoke(main, ["explain", "eligible"]).stdout
     assert "is a refresh" in runner.invoke(main, ["explain", "AG401"]).stdout
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_refresh_through_methods_follows_the_call(tmp_path: Path, framework: str) -> None:
+    """The writes of the state in a method that a refresh calls are listed as a refresh with the caller's test, where
+    no call reaches them outside one; a helper also called unguarded keeps its writes as hazards, and a sync in the
+    helper blocks by itself."""
+    import json
+
+    from click.testing import CliRunner
+
+    from autograph_cg.cli import main
+
+    files, _ = CASES["refreshes-through-methods"]
+    _write(tmp_path, framework, files)
+    verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
+    assert verdicts["pkg.m.Rotary"].guard == verdicts["pkg.m.Mixed"].guard == ()
+    assert [r.code for r in verdicts["pkg.m.Syncing"].reasons] == ["AG101"]
+    assert {r.code for r in verdicts["pkg.m.AlsoUnguarded"].reasons} == {"AG401"}
+    assert {r.line for r in verdicts["pkg.m.AlsoUnguarded"].reasons} == {56, 57}  # `_fill`'s writes, from the unguarded call
+    assert verdicts["pkg.m.ArgumentOnly"].guard == (("rebuild", "falsy"),)
+    runner = CliRunner()
+    args = ["lint", str(tmp_path / "pkg"), "--no-cache", "-q", "--format"]
+    report = json.loads(runner.invoke(main, [*args, "json"]).stdout)
+    writes = {(f["function"], f["line"]): f.get("refresh") for f in report["findings"] if f["code"] in ("AG401", "AG407")}
+    grown, longer = "seq_len > self.max_seq_len_cached", "x.shape[0] > self.limit"
+    assert writes == {
+        ("Rotary._set_cache", 11): grown,
+        ("Rotary._store", 15): grown,
+        ("Rotary._store", 16): grown,
+        ("Mixed._grow", 40): longer,
+        ("Mixed._grow", 41): longer,
+        ("Mixed.forward", 46): longer,  # the body's own write of state its test does not read: through `_grow`
+        ("AlsoUnguarded._fill", 56): None,
+        ("AlsoUnguarded._fill", 57): None,
+        ("ArgumentOnly._build", 73): None,
+        ("ArgumentOnly._build", 74): None,
+        ("ElseCall._make", 88): None,
+        ("ElseCall._make", 89): None,
+        ("PerCall._set_deltas", 105): None,
+        ("TooDeep._d", 128): None,
+        ("Syncing._scale", 142): longer,
+        ("Syncing._scale", 143): longer,
+        ("Syncing._scale", 144): longer,
+        ("Store._fill", 157): None,  # the state of an object that is no layer: the runtime does not watch it
+        ("Store._fill", 158): None,
+    }
+    sarif = json.loads(runner.invoke(main, [*args, "sarif"]).stdout)
+    store = [r for r in sarif["runs"][0]["results"] if r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "Rotary._store"]
+    assert len(store) == 2 and all(r["properties"] == {"refresh": grown} for r in store)
+
+
+@pytest.mark.parametrize("framework", ["paddle", "torch"])
+def test_a_setting_of_every_item_is_the_guard_of_the_model_running_them(tmp_path: Path, framework: str) -> None:
+    """The guard on the items' setting names every item (`*`), through the model's own sublayer for its head."""
+    files, _ = CASES["settings-of-container-items"]
+    _write(tmp_path, framework, files)
+    verdicts = analyze([str(tmp_path / "pkg")], Options(use_cache=False, jobs=1)).plan.verdicts
+    guards = {q.removeprefix("pkg.m."): v.guard for q, v in verdicts.items()}
+    assert guards["Block"] == (("self.attn.training", "truthy"),)
+    assert guards["Plain"] == guards["Zipped"] == (("self.h.*.attn.training", "truthy"),)
+    assert guards["Head"] == (("self.model.h.*.attn.training", "truthy"),)
 
 
 TRAILING_COMMAS = """from {nn} import {Layer}, Linear, LayerNorm

@@ -142,3 +142,26 @@ def test_guards_travel_with_copies(cpu_fw):
     assert isinstance(twin, CUDAGraphedLayer)
     twin(fw.tensor(randn(B, D)), [], use_cache=True)
     assert stats_of(twin)["fallbacks"] == {"guard: cache is not None": 1}
+
+
+def test_a_guard_on_a_setting_of_every_item_of_a_container():
+    """``self.h.*.attn.training``: the setting of each layer a container holds (a list's items, a dict's values),
+    every one of them; an empty container passes, and anything that is no container fails."""
+    from types import SimpleNamespace as NS
+
+    from autograph_cg.runtime.guards import Guard
+
+    guard = Guard(lambda x: x, (("self.h.*.attn.training", "truthy"),))
+    failed = "guard: self.h.*.attn.training is not true"
+    layer = NS(h=[NS(attn=NS(training=True)), NS(attn=NS(training=True))])
+    assert guard.failure((1,), {}, layer) is None
+    layer.h[1].attn.training = False
+    assert guard.failure((1,), {}, layer) == failed
+    del layer.h[1].attn.training
+    assert guard.failure((1,), {}, layer) == failed
+    for held, expected in (({"a": NS(attn=NS(training=True))}, None), ({"a": NS(attn=NS(training=False))}, failed), ([], None), (3, failed)):
+        layer.h = held
+        assert guard.failure((1,), {}, layer) == expected, held
+    nested = Guard(lambda x: x, (("self.h.*.*.on", "falsy"),))
+    assert nested.failure((1,), {}, NS(h=[[NS(on=False)], [NS(on=False), NS(on=False)]])) is None
+    assert nested.failure((1,), {}, NS(h=[[NS(on=False)], [NS(on=True)]])) == "guard: self.h.*.*.on is not false"

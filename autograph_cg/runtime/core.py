@@ -85,7 +85,14 @@ def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
     """The backward of the adapters' autograd function: grads for the tensor arguments, then for the
     parameters passed as arguments (None, unless the backward asked for them by name)."""
     token = ctx.token
-    in_grads, routed = token.runner.backward_replay(token, grads, ctx.routed)
+    runner = token.runner
+    # The layer's call goes on in its backward: a forward run again there (activation checkpointing re-runs
+    # the layers inside, which a stand-in's backward replay or an eager backward reaches) is part of it.
+    runner.active += 1
+    try:
+        in_grads, routed = runner.backward_replay(token, grads, ctx.routed)
+    finally:
+        runner.active -= 1
     if settings.DEBUG:
         settings.debug("%s backward replay", token.runner.stats.name)
     return in_grads + routed
@@ -118,7 +125,7 @@ class Runner:
         self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.eager_depth = 0  # calls of this layer running eagerly now: the wrapped layers inside serve graphs then
-        self.active = 0  # calls of this layer running now (the wrapped layers inside are part of them)
+        self.active = 0  # calls (or their backwards) of this layer running now: the wrapped layers inside are part of them
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
         self.backend = options.backend

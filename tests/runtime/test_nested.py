@@ -148,3 +148,62 @@ def test_after_a_failed_outer_capture_other_layers_capture_and_pools_are_freed()
     # A subprocess: it checks the allocator's pools, which other tests' graphs would share.
     result = subprocess.run([sys.executable, "-c", _AFTER_FAILED_OUTER], cwd=repo, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+_RECOMPUTED_INSIDE = textwrap.dedent(
+    """
+    import numpy as np
+    import paddle
+    from paddle.distributed.fleet.utils import recompute
+    from autograph_cg.runtime import CUDAGraphedLayer, stats_of
+
+    class Inner(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = paddle.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return paddle.nn.functional.gelu(self.fc(x))
+
+    class Stack(paddle.nn.Layer):
+        def __init__(self, wrap):
+            super().__init__()
+            self.blocks = paddle.nn.LayerList([wrap(Inner()), wrap(Inner())])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = recompute(block, x, use_reentrant=True)
+            return x
+
+    paddle.seed(0)
+    ref = Stack(lambda layer: layer)
+    model = Stack(lambda layer: CUDAGraphedLayer(layer, 1, backend="standin"))
+    model.set_state_dict(ref.state_dict())
+    model = CUDAGraphedLayer(model, 1, backend="standin")
+    for step in range(5):
+        x = paddle.randn([2, 8])
+        got = []
+        for m in (model, ref):
+            xi = x.clone()
+            xi.stop_gradient = False
+            m(xi).square().sum().backward()
+            got.append([xi.grad.numpy()] + [p.grad.numpy() for p in m.parameters()])
+            m.clear_gradients()
+        for a, b in zip(*got):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    outer, inner = stats_of(model), stats_of(model.blocks[0])
+    assert outer["backward_replays"] >= 3, outer
+    assert inner["nested_calls"] >= 3, inner  # run again in the outer layer's backward: part of it
+    """
+)
+
+
+def test_layers_run_again_in_an_outer_layers_backward_are_part_of_it():
+    """Activation checkpointing runs the blocks' forward again in the backward; inside a wrapped stack that is the
+    stack's backward replay (on the stand-in it runs Paddle's autograd again), so wrapped blocks called there are
+    part of the stack's call. Served as graphs of their own there, Paddle's backward crashed the process (the
+    rewritten paddlenlp MT5 with recompute on). A subprocess: the failure is a crash."""
+    pytest.importorskip("paddle")
+    repo = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", _RECOMPUTED_INSIDE], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -38,6 +38,9 @@ class _CaptureDepth(threading.local):
 
 
 _CAPTURE = _CaptureDepth()
+# Calls of wrapped layers (and their backwards) in progress on this thread: a wrapped layer marked as inside
+# another is part of that one's call only while some wrapped call is in progress (see Runner._within_another).
+_SERVING = _CaptureDepth()
 
 
 @contextlib.contextmanager
@@ -85,14 +88,13 @@ def replay_backward(ctx: Any, grads: Sequence[Any]) -> list:
     """The backward of the adapters' autograd function: grads for the tensor arguments, then for the
     parameters passed as arguments (None, unless the backward asked for them by name)."""
     token = ctx.token
-    runner = token.runner
     # The layer's call goes on in its backward: a forward run again there (activation checkpointing re-runs
     # the layers inside, which a stand-in's backward replay or an eager backward reaches) is part of it.
-    runner.active += 1
+    _SERVING.depth += 1
     try:
-        in_grads, routed = runner.backward_replay(token, grads, ctx.routed)
+        in_grads, routed = token.runner.backward_replay(token, grads, ctx.routed)
     finally:
-        runner.active -= 1
+        _SERVING.depth -= 1
     if settings.DEBUG:
         settings.debug("%s backward replay", token.runner.stats.name)
     return in_grads + routed
@@ -125,7 +127,6 @@ class Runner:
         self.plain = ops.compile(plain, options.compile) if options.compile else plain
         self.outer: Runner | None = None  # the wrapped layer this one sits inside, if any
         self.eager_depth = 0  # calls of this layer running eagerly now: the wrapped layers inside serve graphs then
-        self.active = 0  # calls (or their backwards) of this layer running now: the wrapped layers inside are part of them
         self.options = options
         self.num_warmup_steps, self.max_graphs = options.num_warmup_steps, options.max_graphs
         self.backend = options.backend
@@ -172,25 +173,21 @@ class Runner:
                 return self.plain(*args, **kwargs)
             with self._watching():
                 return self.plain(*args, **kwargs)
-        self.active += 1
+        _SERVING.depth += 1
         try:
             return self._serve(args, kwargs)
         finally:
-            self.active -= 1
+            _SERVING.depth -= 1
 
     def _within_another(self) -> bool:
         """Called inside another wrapped layer's call (or any capture): part of its graph, unless that one runs
-        eagerly (for good, or for this call: a guard it failed, an argument it cannot take). A wrapped layer
-        around this one that is not running now covers nothing: a model may call a wrapped layer's sublayers
-        past it (`self.mt5.encoder(...)` where `self.mt5` is wrapped), and they then serve graphs of their own."""
-        if _CAPTURE.depth:
-            return True
-        runner = self.outer
-        while runner is not None:
-            if runner.active:  # the nearest one running now decides
-                return runner.stats.disabled_reason is None and not runner.eager_depth
-            runner = runner.outer
-        return False
+        eagerly (for good, or for this call: a guard it failed, an argument it cannot take). With no wrapped call
+        in progress the layer it sits in covers nothing: a model may call a wrapped layer's sublayers past it
+        (`self.mt5.encoder(...)` where `self.mt5` is wrapped), and they then serve graphs of their own."""
+        outer = self.outer
+        return bool(_CAPTURE.depth) or (
+            outer is not None and _SERVING.depth > 0 and outer.stats.disabled_reason is None and not outer.eager_depth
+        )
 
     def _serve(self, args: tuple, kwargs: dict) -> Any:
         ops = self.ops

@@ -207,3 +207,57 @@ def test_layers_run_again_in_an_outer_layers_backward_are_part_of_it():
     repo = Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-c", _RECOMPUTED_INSIDE], cwd=repo, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_wrapped_layers_inside_the_members_of_a_fused_run_are_part_of_it():
+    """Blocks wrapped one by one, each holding a wrapped MLP, fuse into one run. The run's layers (on the stand-in
+    its replay runs their forwards again, and the first replay's check runs them eagerly) hold the MLPs: called
+    there they run plainly, as part of the run, though no block's own call is in progress. (A rule that asked
+    only whether the block's own call was running served the MLPs' graphs inside the run: gradients went
+    missing.)"""
+    torch = pytest.importorskip("torch")
+    from autograph_cg.runtime import CUDAGraphedLayer
+
+    class MLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(D, D), torch.nn.Linear(D, D)
+
+        def forward(self, x):
+            return self.b(torch.nn.functional.gelu(self.a(x)))
+
+    class Block(torch.nn.Module):
+        def __init__(self, wrap):
+            super().__init__()
+            self.mlp, self.norm = wrap(MLP()), torch.nn.LayerNorm(D)
+
+        def forward(self, x):
+            return x + self.mlp(self.norm(x))
+
+    class Net(torch.nn.Module):
+        def __init__(self, wrap):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([wrap(Block(wrap)) for _ in range(3)])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+
+    torch.manual_seed(0)
+    ref = Net(lambda m: m)
+    model = Net(lambda m: CUDAGraphedLayer(m, 1, backend="standin"))
+    model.load_state_dict(ref.state_dict())
+    for step, n in enumerate([4] * 6 + [12] * 6 + [4] * 6):
+        x = torch.randn(2, n, D)
+        got = []
+        for m in (model, ref):
+            m.zero_grad(set_to_none=True)
+            xi = x.clone().requires_grad_()
+            y = m(xi)
+            y.square().mean().backward()
+            got.append([y.detach(), xi.grad, *(p.grad for p in m.parameters())])
+        assert [g is None for g in got[0]] == [g is None for g in got[1]], f"gradient presence, step {step}"
+        assert_all_close([g.numpy() for g in got[0]], [g.numpy() for g in got[1]], 1e-5, f"step {step}")
+    assert stats_of(model.blocks[0])["fused_calls"] > 0
+    assert stats_of(model.blocks[0].mlp)["nested_calls"] > 0 and stats_of(model.blocks[0].mlp)["captures"] == 0

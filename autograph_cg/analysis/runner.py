@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import pickle
 import stat
 import sys
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, cast
+from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, cast
 
 from autograph_cg import __version__
 from autograph_cg.atomic import atomic_file
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.failures import describe, message
-from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.solved import Solved, Stamp
 from autograph_cg.findings import SourceError
 from autograph_cg.sources import SourceFile, decode
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 def _build() -> str:
@@ -64,6 +63,8 @@ class ProgressSink(Protocol):
 
 def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool | None = None) -> ModuleFacts | SourceError:
     """Facts of one file, or why it cannot be analyzed (one line)."""
+    from autograph_cg.analysis.index import index_source  # the indexer: a run answered from the cache never loads it
+
     if b"\x00" in data:
         return SourceError(path, "binary file (contains NUL bytes)")
     try:
@@ -414,6 +415,11 @@ class Indexer:
             workers = min(self.jobs, misses // _POOL_THRESHOLD + 1)
             if workers <= 1:
                 return None
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            import autograph_cg.analysis.index  # noqa: F401  imported once here, not again in each forked worker
+
             method = "fork" if sys.platform.startswith("linux") else None
             self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
         return self._pool if misses else None

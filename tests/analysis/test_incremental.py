@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograph_cg.analysis.eligibility import Package
+from autograph_cg.analysis import index
 from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.resolver.sites import CallSites
 from autograph_cg.api import Analysis, Options, analyze
@@ -186,8 +187,6 @@ def test_a_planned_run_after_lint_keeps_the_plans_answers(tmp_path: Path) -> Non
 
 def test_a_run_over_one_package_keeps_the_facts_of_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hook's run over one package of a tree, then an edit and a run over the tree: only the edited file is read."""
-    from autograph_cg.analysis import runner
-
     tree = tmp_path / "tree"
     for package in PACKAGES:
         shutil.copytree(ROOT / "fixtures" / package, tree / package)
@@ -199,7 +198,7 @@ def test_a_run_over_one_package_keeps_the_facts_of_the_others(tmp_path: Path, mo
         if package == "paddle_lm":
             analyze([str(tree / package)], Options(cache_dir=cache, jobs=1))
     indexed: list[str] = []
-    monkeypatch.setattr(runner, "index_source", lambda *a, **k: indexed.append(a[0]) or index_source(*a, **k))
+    monkeypatch.setattr(index, "index_source", lambda *a, **k: indexed.append(a[0]) or index_source(*a, **k))
     again = analyze([str(tree)], Options(cache_dir=cache, jobs=1))
     assert indexed == [str(norm)]
     monkeypatch.undo()

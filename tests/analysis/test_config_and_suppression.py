@@ -121,14 +121,12 @@ def test_lint_is_served_by_a_planned_answer_but_plan_never_by_lint(tmp_path, mon
 def test_a_damaged_cache_entry_is_indexed_afresh(tmp_path):
     import pickle
 
-    from autograph_cg.analysis import runner
-
     src = tmp_path / "src"
     src.mkdir()
     (src / "m.py").write_text(TWO)
     cache = tmp_path / "cache"
     analyze([str(src)], Options(cache_dir=str(cache)))
-    facts = cache / runner.CACHE_FILE
+    (facts,) = cache.glob("facts-*.pickle")  # the package's
     entries = pickle.loads(facts.read_bytes())
     assert entries and all(isinstance(blob, bytes) for _, blob, _ in entries.values())  # stored pickled, read on demand
     facts.write_bytes(pickle.dumps({key: (stamp, blob[: len(blob) // 2], complete) for key, (stamp, blob, complete) in entries.items()}))
@@ -152,7 +150,6 @@ def test_a_cache_of_another_build_is_never_read_and_is_removed(tmp_path, monkeyp
     assert written == ["facts", "results", "solved"] and all(runner.BUILD in p.name for p in cache.glob("*.pickle"))
     # another build: the same files and settings, but this build's answers must not be served to it
     monkeypatch.setattr(runner, "BUILD", "otherbuild")
-    monkeypatch.setattr(runner, "CACHE_FILE", "facts-otherbuild.pickle")
     hits = []
     monkeypatch.setattr(index, "index_source", lambda *a, **k: hits.append(a[0]) or index_source(*a, **k))
     again = analyze([str(src)], Options(cache_dir=str(cache), jobs=1))

@@ -6,8 +6,8 @@ Nothing here refers to AST nodes: cross-file passes (eligibility, plan) work fro
 from __future__ import annotations
 
 import pickle
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
+from typing import Any
 
 from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
 from autograph_cg.analysis.verdicts import Guard
@@ -148,54 +148,6 @@ class ClassFacts:
     error: str = ""  # an internal error met while reading what __init__ builds
 
 
-class Scopes(Mapping[str, ScopeSummary]):
-    """A file's summaries by scope name, pickled apart from its other facts and unpickled when first read. They are
-    half of a file's facts, and a run that starts from the last run's solved state reads those of a few files (12
-    of paddlenlp's 702 after a comment in one): unpickled with the rest, they were a tenth of a hook's run."""
-
-    __slots__ = ("_summaries", "_pickled")
-
-    def __init__(self, summaries: dict[str, ScopeSummary] | None = None, pickled: bytes = b"") -> None:
-        self._summaries = summaries if summaries is not None or pickled else {}
-        self._pickled = pickled
-
-    def __reduce__(self) -> tuple[type, tuple[None, bytes]]:
-        return (Scopes, (None, self._pickled or pickle.dumps(self._summaries, protocol=pickle.HIGHEST_PROTOCOL)))
-
-    def _read(self) -> dict[str, ScopeSummary]:
-        if self._summaries is None:
-            self._summaries = pickle.loads(self._pickled)
-        return self._summaries
-
-    # what dict answers directly (Mapping's own `get`, `in` and views go through `__getitem__` and exceptions)
-    def __getitem__(self, name: str) -> ScopeSummary:
-        return self._read()[name]
-
-    def get(self, name: str, default: ScopeSummary | None = None) -> ScopeSummary | None:  # type: ignore[override]
-        return self._read().get(name, default)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._read()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
-
-    def keys(self) -> KeysView[str]:
-        return self._read().keys()
-
-    def values(self) -> ValuesView[ScopeSummary]:
-        return self._read().values()
-
-    def items(self) -> ItemsView[str, ScopeSummary]:
-        return self._read().items()
-
-    def __repr__(self) -> str:
-        return f"Scopes({self._read()!r})"
-
-
 @dataclass(frozen=True)
 class ModuleFacts:
     path: str
@@ -210,8 +162,34 @@ class ModuleFacts:
     complete: bool = True  # every function body was walked
     star_imports: tuple[str, ...] = ()  # modules `from m import *` reads, in order
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
-    scopes: Mapping[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name (`Scopes`)
+    scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name (`_Unpickled`)
     errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk
     # what the resolver reads of the file (`solved.digests`): of its frame (imports, names, classes' bases and
     # attributes) and of each summary, by scope name; equal, the resolver's answers hold
     digests: "Digests | None" = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled, the summaries travel as bytes of their own, unpickled when first read (`_Unpickled`)."""
+        state = dict(self.__dict__)
+        if "scopes" in state:
+            state["_scopes"] = pickle.dumps(state.pop("scopes"), protocol=pickle.HIGHEST_PROTOCOL)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+class _Unpickled:
+    """`ModuleFacts.scopes` of facts read from a pickle: the summaries are half of a file's facts, and a run that starts
+    from the last run's solved state reads those of a few files (12 of paddlenlp's 702 after a comment in one), so
+    they stay bytes until first read and are then the instance's own attribute, read as any other (a mapping that
+    unpickled on demand cost every read a call: 3 % of a cold run)."""
+
+    def __get__(self, facts: ModuleFacts | None, owner: type | None = None) -> Any:
+        if facts is None:
+            return self
+        scopes = facts.__dict__["scopes"] = pickle.loads(facts.__dict__.pop("_scopes"))
+        return scopes
+
+
+ModuleFacts.scopes = _Unpickled()  # type: ignore[assignment]  # after the dataclass: not a default of the field

@@ -16,7 +16,7 @@ from autograph_cg.analysis import nodes
 from autograph_cg.analysis.config_fill import fills_from_config
 from autograph_cg.analysis.context import FunctionContext, annotation_kind, param_kind
 from autograph_cg.analysis.failures import describe
-from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, Scopes, SiteFacts
+from autograph_cg.analysis.facts import ClassFacts, FunctionFacts, ModuleFacts, SiteFacts
 from autograph_cg.analysis.guards import written_guard
 from autograph_cg.analysis.verdicts import Guard
 from autograph_cg.analysis.kinds import HOST, LAYER, TENSOR, UNKNOWN
@@ -96,7 +96,7 @@ def index_source(
         lines=text.count("\n") + 1,
         deep=reachable,
         complete=deep is True or not (function_nodes or lambdas or any(b.methods for b in builders.values())),
-        scopes=Scopes(summaries.scopes),
+        scopes=summaries.scopes,
         errors=tuple(summaries.errors),
     )
     return replace(facts, digests=digests(facts))

@@ -206,6 +206,34 @@ def test_a_run_over_one_package_keeps_the_facts_of_the_others(tmp_path: Path, mo
     assert _answer(again) == _answer(analyze([str(tree)], Options(use_cache=False)))
 
 
+def test_each_package_has_its_facts_file_and_a_run_writes_only_those_it_indexed(tmp_path: Path) -> None:
+    """Facts are cached per package: a run over one package after an edit rewrites that package's facts alone."""
+    tree = tmp_path / "tree"
+    for package in PACKAGES:
+        shutil.copytree(ROOT / "fixtures" / package, tree / package)
+    cache = tmp_path / "cache"
+    analyze([str(tree)], Options(cache_dir=str(cache), jobs=1))
+    files = {p.name: p.stat().st_mtime_ns for p in cache.glob("facts-*.pickle")}
+    assert len(files) == len(PACKAGES)
+    norm = tree / "torch_lm" / "norm.py"
+    norm.write_text(norm.read_text() + "# edited\n")
+    analyze([str(tree / "torch_lm")], Options(cache_dir=str(cache), jobs=1))
+    after = {p.name: p.stat().st_mtime_ns for p in cache.glob("facts-*.pickle")}
+    assert after.keys() == files.keys() and sum(after[name] != files[name] for name in files) == 1
+
+
+def test_a_files_summaries_are_unpickled_when_first_read() -> None:
+    """The summaries travel pickled apart inside the file's facts and read as the dict they were."""
+    facts = index_source("m.py", "m", False, "def f(x):\n    return g(x)\n\n\ndef g(y):\n    return y\n")
+    summaries = dict(facts.scopes)
+    assert {"f", "g"} <= summaries.keys()
+    again = pickle.loads(pickle.dumps(facts))
+    assert "scopes" not in vars(again)  # not read yet
+    assert pickle.loads(pickle.dumps(again)) == facts  # pickled again unread
+    assert type(again.scopes) is dict and again.scopes == summaries and "scopes" in vars(again) and again == facts
+    assert pickle.loads(pickle.dumps(again)).scopes == summaries  # read, it pickles again
+
+
 FLOW = {
     "pkg/__init__.py": "",
     "pkg/layers.py": (

@@ -183,7 +183,7 @@ class _Unpickled:
     """`ModuleFacts.scopes` of facts read from a pickle: the summaries are half of a file's facts, and a run that starts
     from the last run's solved state reads those of a few files (12 of paddlenlp's 702 after a comment in one), so
     they stay bytes until first read and are then the instance's own attribute, read as any other (a mapping that
-    unpickled on demand cost every read a call: 3 % of a cold run)."""
+    unpickled on demand cost every read a call, a few per cent of a cold run)."""
 
     def __get__(self, facts: ModuleFacts | None, owner: type | None = None) -> Any:
         if facts is None:

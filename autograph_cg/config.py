@@ -19,6 +19,10 @@ else:  # pragma: no cover - exercised on 3.10
 from autograph_cg.rules.registry import BY_NAME, RULES
 
 UNKNOWN_MODES = ("unknown", "block", "allow")
+#: Kernels per call below which a graph costs more than it saves: the training break-even of one wrapped
+#: layer on its own (elementwise ops, fit of `bench/plan_cost_gpu.py` on the H200; see docs/performance.md).
+#: Here, not in the plan, because every run's settings name it, `lint`'s too, which never loads the planner.
+DEFAULT_MIN_KERNELS = 10
 KEYS = (
     "select", "ignore", "exclude", "unknown", "cache-dir", "warmup-steps", "min-kernels", "capturable", "not-capturable",
     "compile",

@@ -268,6 +268,12 @@ class Package:
         """How many verdicts and function results are memoized."""
         return len(self._class_memo) + len(self._function_memo)
 
+    def judged_anew(self) -> int:
+        """How many results this run judged that a later run could keep: not kept from the last run's package, and
+        not provisional (a provisional result is never kept: every run judges it again, whatever state it starts from)."""
+        provisional = sum(1 for key in self.ledger.provisional if key in self._class_memo or key in self._function_memo)
+        return self.results() - self.kept - provisional
+
     def _needs_deep(self, path: str, read: bool = True) -> None:
         """Forward code reaches a file where something was not indexed (and, with `read`, what is being computed
         read it): the next round indexes it deeply."""

@@ -5,7 +5,9 @@ Nothing here refers to AST nodes: cross-file passes (eligibility, plan) work fro
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
+from typing import Any
 
 from autograph_cg.analysis.resolver.summaries import Expr, ScopeSummary
 from autograph_cg.analysis.verdicts import Guard
@@ -174,8 +176,34 @@ class ModuleFacts:
     complete: bool = True  # every function body was walked
     star_imports: tuple[str, ...] = ()  # modules `from m import *` reads, in order
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
-    scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name
+    scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name (`_Unpickled`)
     errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk
     # what the resolver reads of the file (`solved.digests`): of its frame (imports, names, classes' bases and
     # attributes) and of each summary, by scope name; equal, the resolver's answers hold
     digests: "Digests | None" = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled, the summaries travel as bytes of their own, unpickled when first read (`_Unpickled`)."""
+        state = dict(self.__dict__)
+        if "scopes" in state:
+            state["_scopes"] = pickle.dumps(state.pop("scopes"), protocol=pickle.HIGHEST_PROTOCOL)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+class _Unpickled:
+    """`ModuleFacts.scopes` of facts read from a pickle: the summaries are half of a file's facts, and a run that starts
+    from the last run's solved state reads those of a few files (12 of paddlenlp's 702 after a comment in one), so
+    they stay bytes until first read and are then the instance's own attribute, read as any other (a mapping that
+    unpickled on demand cost every read a call, a few per cent of a cold run)."""
+
+    def __get__(self, facts: ModuleFacts | None, owner: type | None = None) -> Any:
+        if facts is None:
+            return self
+        scopes = facts.__dict__["scopes"] = pickle.loads(facts.__dict__.pop("_scopes"))
+        return scopes
+
+
+ModuleFacts.scopes = _Unpickled()  # type: ignore[assignment]  # after the dataclass: not a default of the field

@@ -18,14 +18,12 @@ from autograph_cg.analysis.facts import ModuleFacts, SiteFacts
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE
 from autograph_cg.analysis.resolver.values import HOST_CALLED
 from autograph_cg.analysis.verdicts import Guard, Status, Verdict
+from autograph_cg.config import DEFAULT_MIN_KERNELS
 from autograph_cg.findings import Span
 
 if TYPE_CHECKING:
     from autograph_cg.analysis.eligibility import Package
 
-#: Kernels per call below which a graph costs more than it saves: the training break-even of one wrapped
-#: layer on its own (elementwise ops, fit of `bench/plan_cost_gpu.py` on the H200; see docs/performance.md).
-DEFAULT_MIN_KERNELS = 10
 
 
 @dataclass(frozen=True)

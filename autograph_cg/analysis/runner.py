@@ -1,35 +1,34 @@
 """Many files: read, look up the cache, index the misses in a process pool, keep the results.
 
-The only place with I/O and processes; `index_source` stays pure. The cache is one file per cache folder,
-keyed by tool version and each file's content hash and module name, so an unchanged package costs a read
-and a hash per file.
+The only place with I/O and processes; `index_source` stays pure. The facts cache is one file per package and
+build of the tool, keyed by each file's path, module name and stamp, so an unchanged package costs a `stat` per
+file.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import pickle
 import stat
 import sys
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, cast
+from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, cast
 
 from autograph_cg import __version__
 from autograph_cg.atomic import atomic_file
 from autograph_cg.analysis.facts import ModuleFacts
 from autograph_cg.analysis.failures import describe, message
-from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.solved import Solved, Stamp
 from autograph_cg.findings import SourceError
 from autograph_cg.sources import SourceFile, decode
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 def _build() -> str:
@@ -48,9 +47,8 @@ def _build() -> str:
 
 
 BUILD = _build()
-CACHE_FILE = f"facts-{BUILD}.pickle"
-#: What this tool writes in a cache folder (facts; answers and solved states, one file per key); files of another
-#: build are removed when this one writes
+#: What this tool writes in a cache folder (facts, one file per package; answers and solved states, one file per key);
+#: files of another build are removed when this one writes
 _OUR_FILES = ("facts-*.pickle", "results-*.pickle", "solved-*.pickle")
 _POOL_THRESHOLD = 24  # below this many files, a pool costs more than it saves
 _AHEAD_BATCH = 8  # files asked for ahead, handed to the pool together
@@ -64,6 +62,8 @@ class ProgressSink(Protocol):
 
 def index_one(path: str, module: str, is_package: bool, data: bytes, deep: bool | None = None) -> ModuleFacts | SourceError:
     """Facts of one file, or why it cannot be analyzed (one line)."""
+    from autograph_cg.analysis.index import index_source  # the indexer: a run answered from the cache never loads it
+
     if b"\x00" in data:
         return SourceError(path, "binary file (contains NUL bytes)")
     try:
@@ -202,19 +202,47 @@ def _save_pickle(folder: Path, name: str, value: object) -> None:
         print(f"autograph-cg: warning: cannot write cache in {folder}: {exc.strerror or exc}", file=sys.stderr)
 
 
+Entry = tuple[Stamp, bytes, bool]  # a file's stamp, its facts pickled, whether they are complete
+
+
+def _package_of_key(key: str) -> str:
+    """The package a file of cache key `key` (`stamp_files`) belongs to, as the folder holding its top package and the
+    top package's name; the folder alone for a module outside any package (a folder's scripts share it)."""
+    real, module, is_package, _ = key.split("\0", 3)
+    holder = os.path.dirname(real)
+    for _ in range(module.count(".") + (is_package == "1")):
+        holder = os.path.dirname(holder)
+    top = module.partition(".")[0] if "." in module or is_package == "1" else ""
+    return f"{holder}\0{top}"
+
+
 class FactsCache:
-    """Facts per file, keyed by path and module, valid while the file's stamp is unchanged. Each entry is kept
-    pickled, with whether its facts are complete (every body walked): loading the cache reads bytes, and only the
-    files asked for are unpickled."""
+    """Facts per file, keyed by path and module, valid while the file's stamp is unchanged. One pickle per package
+    (`_package_of_key`): a run reads the files of the packages it analyzes and writes back those it indexed files of,
+    not the facts of every package the folder caches (a hook's run over one package of the corpus read and wrote the
+    whole corpus's 32 MB). Each entry is kept pickled, with whether its facts are complete (every body walked): loading
+    a package's file reads bytes, and only the files asked for are unpickled."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self.entries: dict[str, tuple[Stamp, bytes, bool]] = _load_pickle(folder, CACHE_FILE) or {}
-        self.dirty = False
+        self._packages: dict[str, dict[str, Entry]] = {}  # file name -> the entries it holds, once read
+        self._names: dict[str, str] = {}  # cache key -> the file name of its package
+        self._dirty: set[str] = set()
+
+    def _entries(self, key: str) -> dict[str, Entry]:
+        """The entries of the package `key` belongs to, read when first asked for."""
+        name = self._names.get(key)
+        if name is None:
+            digest = hashlib.blake2b(_package_of_key(key).encode(), digest_size=8).hexdigest()
+            name = self._names[key] = f"facts-{BUILD}-{digest}.pickle"
+        entries = self._packages.get(name)
+        if entries is None:
+            entries = self._packages[name] = cast("dict[str, Entry]", _load_pickle(self.folder, name) or {})
+        return entries
 
     def get(self, key: str, stamp: Stamp, deep: bool | None = None) -> ModuleFacts | None:
         """The facts cached for `key` at `stamp`; with `deep=True`, only complete ones (others are not unpickled)."""
-        hit = self.entries.get(key)
+        hit = self._entries(key).get(key)
         if hit is None or hit[0] != stamp or not isinstance(hit[1], bytes) or (deep and not hit[2]):
             return None
         try:
@@ -225,22 +253,26 @@ class FactsCache:
 
     def complete(self, key: str, stamp: Stamp) -> bool:
         """Whether complete facts are cached for `key` at `stamp`, without unpickling them."""
-        hit = self.entries.get(key)
+        hit = self._entries(key).get(key)
         return hit is not None and hit[0] == stamp and hit[2]
 
     def put(self, key: str, stamp: Stamp, facts: bytes, complete: bool) -> None:
         """`facts`: a `ModuleFacts` pickled, as the index workers return it; `complete`: its `complete`."""
-        self.entries[key] = (stamp, facts, complete)
-        self.dirty = True
+        self._entries(key)[key] = (stamp, facts, complete)
+        self._dirty.add(self._names[key])
 
     def save(self, keep: Iterable[str]) -> None:
-        """Write the entries back: those of this run's files (`keep`) and of other files that still exist (a run over
-        one package must not cost the next run over a larger tree its facts); files gone since are dropped."""
-        if self.folder is None or not self.dirty:
+        """Write back the packages that gained entries: their entries of this run's files (`keep`) and of other files
+        that still exist (a run over part of a package must not cost the next run over all of it its facts); files
+        gone since are dropped."""
+        if self.folder is None:
             return
         wanted = set(keep)
-        kept = {k: v for k, v in self.entries.items() if k in wanted or os.path.exists(k.split("\0", 1)[0])}
-        _save_pickle(self.folder, CACHE_FILE, kept)
+        for name in sorted(self._dirty):
+            entries = self._packages[name]
+            kept = {k: v for k, v in entries.items() if k in wanted or os.path.exists(k.split("\0", 1)[0])}
+            _save_pickle(self.folder, name, kept)
+        self._dirty.clear()
 
 
 class _Keyed:
@@ -414,6 +446,11 @@ class Indexer:
             workers = min(self.jobs, misses // _POOL_THRESHOLD + 1)
             if workers <= 1:
                 return None
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            import autograph_cg.analysis.index  # noqa: F401  imported once here, not again in each forked worker
+
             method = "fork" if sys.platform.startswith("linux") else None
             self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
         return self._pool if misses else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -10,8 +11,9 @@ import click
 
 from autograph_cg.api import analyze
 from autograph_cg.cli.options import min_kernels_option, analysis_options, build_options, paths_argument
-from autograph_cg.rewrite import RewriteReport, Status, WrapSettings, edit_pool, rewrite_files, undo_files
-from autograph_cg.rewrite.results import plural
+from autograph_cg.rewrite.files import edit_pool, rewrite_files, undo_files
+from autograph_cg.rewrite.results import RewriteReport, Status, plural
+from autograph_cg.rewrite.settings import WrapSettings
 from autograph_cg.sources import discover
 
 
@@ -77,7 +79,9 @@ def rewrite(
             settings = WrapSettings(num_warmup_steps=steps, compile=("*",) if compile_ else options.config.compile)
         except (TypeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from None
-        with edit_pool(options.jobs) as pool:  # forked before the analysis grows this process
+        # the plan of files named alone has sites in those files only
+        most = len(paths) if all(os.path.isfile(p) for p in paths) else None
+        with edit_pool(options.jobs, most) as pool:  # forked before the analysis grows this process
             analysis = analyze(list(paths), options)
             assert analysis.plan is not None  # planned: the options ask for a plan
             report = rewrite_files(

@@ -8,6 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class Unsafe(Exception):
+    """Why a file is left untouched: a short kind for the summary and a one-line message."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 

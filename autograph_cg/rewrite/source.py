@@ -28,20 +28,13 @@ from typing import Sequence, TypeVar
 
 import libcst as cst
 
+from autograph_cg.rewrite.results import Unsafe
 from autograph_cg.sources import decode, encoding_of, parse
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
 _INDENT = re.compile(r"[ \t\f]+")
 _ONE_BLOCK = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.If)
 _Node = TypeVar("_Node", bound=cst.CSTNode)
-
-
-class Unsafe(Exception):
-    """Why a file is left untouched: a short kind for the summary and a one-line message."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 @dataclass(frozen=True, slots=True)

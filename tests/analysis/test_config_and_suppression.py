@@ -6,6 +6,7 @@ import json
 
 from click.testing import CliRunner
 
+from autograph_cg.analysis import index
 from autograph_cg.analysis.index import index_source
 from autograph_cg.api import Options, analyze
 from autograph_cg.cli import main
@@ -87,13 +88,13 @@ def test_warm_cache_gives_the_cold_answer_and_sees_changes(tmp_path):
 
 
 def test_lint_makes_no_plan_but_reports_what_a_planned_run_reports(tmp_path, monkeypatch):
-    from autograph_cg import api
+    from autograph_cg.analysis import plan
 
     src = tmp_path / "src"
     src.mkdir()
     (src / "m.py").write_text(TWO)
     planned = analyze([str(src)], Options(use_cache=False))
-    monkeypatch.setattr(api, "make_plan", lambda *a, **k: (_ for _ in ()).throw(AssertionError("lint planned")))
+    monkeypatch.setattr(plan, "make_plan", lambda *a, **k: (_ for _ in ()).throw(AssertionError("lint planned")))
     bare = analyze([str(src)], Options(use_cache=False, plan=False))
     assert bare.plan is None and bare.summary.sites is None and planned.summary.sites is not None
     assert bare.findings == planned.findings and bare.summary.verdicts == planned.summary.verdicts
@@ -120,14 +121,12 @@ def test_lint_is_served_by_a_planned_answer_but_plan_never_by_lint(tmp_path, mon
 def test_a_damaged_cache_entry_is_indexed_afresh(tmp_path):
     import pickle
 
-    from autograph_cg.analysis import runner
-
     src = tmp_path / "src"
     src.mkdir()
     (src / "m.py").write_text(TWO)
     cache = tmp_path / "cache"
     analyze([str(src)], Options(cache_dir=str(cache)))
-    facts = cache / runner.CACHE_FILE
+    (facts,) = cache.glob("facts-*.pickle")  # the package's
     entries = pickle.loads(facts.read_bytes())
     assert entries and all(isinstance(blob, bytes) for _, blob, _ in entries.values())  # stored pickled, read on demand
     facts.write_bytes(pickle.dumps({key: (stamp, blob[: len(blob) // 2], complete) for key, (stamp, blob, complete) in entries.items()}))
@@ -151,9 +150,8 @@ def test_a_cache_of_another_build_is_never_read_and_is_removed(tmp_path, monkeyp
     assert written == ["facts", "results", "solved"] and all(runner.BUILD in p.name for p in cache.glob("*.pickle"))
     # another build: the same files and settings, but this build's answers must not be served to it
     monkeypatch.setattr(runner, "BUILD", "otherbuild")
-    monkeypatch.setattr(runner, "CACHE_FILE", "facts-otherbuild.pickle")
     hits = []
-    monkeypatch.setattr(runner, "index_source", lambda *a, **k: hits.append(a[0]) or index_source(*a, **k))
+    monkeypatch.setattr(index, "index_source", lambda *a, **k: hits.append(a[0]) or index_source(*a, **k))
     again = analyze([str(src)], Options(cache_dir=str(cache), jobs=1))
     assert sorted(f.code for f in again.findings) == ["AG101", "AG201"] and hits  # indexed afresh, not read
     assert sorted(p.name.split("-", 1)[0] for p in cache.glob("*.pickle")) == ["facts", "results", "solved"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograph_cg.analysis.eligibility import Package
+from autograph_cg.analysis import index
 from autograph_cg.analysis.index import index_source
 from autograph_cg.analysis.resolver.sites import CallSites
 from autograph_cg.api import Analysis, Options, analyze
@@ -186,8 +187,6 @@ def test_a_planned_run_after_lint_keeps_the_plans_answers(tmp_path: Path) -> Non
 
 def test_a_run_over_one_package_keeps_the_facts_of_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hook's run over one package of a tree, then an edit and a run over the tree: only the edited file is read."""
-    from autograph_cg.analysis import runner
-
     tree = tmp_path / "tree"
     for package in PACKAGES:
         shutil.copytree(ROOT / "fixtures" / package, tree / package)
@@ -199,12 +198,40 @@ def test_a_run_over_one_package_keeps_the_facts_of_the_others(tmp_path: Path, mo
         if package == "paddle_lm":
             analyze([str(tree / package)], Options(cache_dir=cache, jobs=1))
     indexed: list[str] = []
-    monkeypatch.setattr(runner, "index_source", lambda *a, **k: indexed.append(a[0]) or index_source(*a, **k))
+    monkeypatch.setattr(index, "index_source", lambda *a, **k: indexed.append(a[0]) or index_source(*a, **k))
     again = analyze([str(tree)], Options(cache_dir=cache, jobs=1))
     assert indexed == [str(norm)]
     monkeypatch.undo()
     monkeypatch.delenv("AUTOGRAPH_CG_MIN_KERNELS", raising=False)
     assert _answer(again) == _answer(analyze([str(tree)], Options(use_cache=False)))
+
+
+def test_each_package_has_its_facts_file_and_a_run_writes_only_those_it_indexed(tmp_path: Path) -> None:
+    """Facts are cached per package: a run over one package after an edit rewrites that package's facts alone."""
+    tree = tmp_path / "tree"
+    for package in PACKAGES:
+        shutil.copytree(ROOT / "fixtures" / package, tree / package)
+    cache = tmp_path / "cache"
+    analyze([str(tree)], Options(cache_dir=str(cache), jobs=1))
+    files = {p.name: p.stat().st_mtime_ns for p in cache.glob("facts-*.pickle")}
+    assert len(files) == len(PACKAGES)
+    norm = tree / "torch_lm" / "norm.py"
+    norm.write_text(norm.read_text() + "# edited\n")
+    analyze([str(tree / "torch_lm")], Options(cache_dir=str(cache), jobs=1))
+    after = {p.name: p.stat().st_mtime_ns for p in cache.glob("facts-*.pickle")}
+    assert after.keys() == files.keys() and sum(after[name] != files[name] for name in files) == 1
+
+
+def test_a_files_summaries_are_unpickled_when_first_read() -> None:
+    """The summaries travel pickled apart inside the file's facts and read as the dict they were."""
+    facts = index_source("m.py", "m", False, "def f(x):\n    return g(x)\n\n\ndef g(y):\n    return y\n")
+    summaries = dict(facts.scopes)
+    assert {"f", "g"} <= summaries.keys()
+    again = pickle.loads(pickle.dumps(facts))
+    assert "scopes" not in vars(again)  # not read yet
+    assert pickle.loads(pickle.dumps(again)) == facts  # pickled again unread
+    assert type(again.scopes) is dict and again.scopes == summaries and "scopes" in vars(again) and again == facts
+    assert pickle.loads(pickle.dumps(again)).scopes == summaries  # read, it pickles again
 
 
 FLOW = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from autograph_cg.rewrite import api, rewrite_source, undo_source
+from autograph_cg.rewrite import files, rewrite_source, undo_source
 from autograph_cg.rewrite.api import SourceEdit
 from autograph_cg.rewrite.results import RewriteReport
 
@@ -56,13 +56,13 @@ def _files(directory: Path, n: int) -> list[str]:
 
 def test_a_file_is_edited_with_the_collector_paused_and_it_runs_again_after(tmp_path: Path) -> None:
     report = RewriteReport("rewrite", False)
-    api._run(report, [(p, _probe) for p in _files(tmp_path, 1)], write=False, diff=False, jobs=1)
+    files._run(report, [(p, _probe) for p in _files(tmp_path, 1)], write=False, diff=False, jobs=1)
     assert [f.kept & 1 for f in report.files] == [1]
     assert gc.isenabled()
 
 
 def test_pool_workers_leave_the_heap_they_inherit_to_its_owner(tmp_path: Path) -> None:
     report = RewriteReport("rewrite", False)
-    api._run(report, [(p, _probe) for p in _files(tmp_path, 6)], write=False, diff=False, jobs=2)
+    files._run(report, [(p, _probe) for p in _files(tmp_path, 6)], write=False, diff=False, jobs=2)
     assert [f.kept for f in report.files] == [3] * 6
     assert gc.get_freeze_count() == 0  # the parent's objects stay the parent's collector's

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograph_cg.rewrite import api, edit_pool, rewrite_files
+from autograph_cg.rewrite import edit_pool, files, rewrite_files
 from autograph_cg.rewrite.api import SourceEdit
 from autograph_cg.rewrite.results import RewriteReport
 
@@ -41,8 +41,8 @@ def test_workers_are_copies_of_the_process_as_it_was_when_the_pool_was_made(tmp_
         with edit_pool(2) as pool:
             assert pool is not None
             _LATER.append("the analysis")
-            api._run(ours, [(p, _later) for p in paths], write=False, diff=False, jobs=2, pool=pool)
-        api._run(theirs, [(p, _later) for p in paths], write=False, diff=False, jobs=2)  # forked now
+            files._run(ours, [(p, _later) for p in paths], write=False, diff=False, jobs=2, pool=pool)
+        files._run(theirs, [(p, _later) for p in paths], write=False, diff=False, jobs=2)  # forked now
     finally:
         _LATER.clear()
     assert [f.kept for f in ours.files] == [0] * 6
@@ -55,9 +55,9 @@ def test_workers_that_die_are_an_error_and_the_pool_still_serves(tmp_path: Path)
     with edit_pool(2) as pool:
         assert pool is not None
         with pytest.raises(RuntimeError, match="worker processes failed"):
-            api._run(RewriteReport("rewrite", False), [(p, _dies) for p in paths], False, False, 2, pool)
+            files._run(RewriteReport("rewrite", False), [(p, _dies) for p in paths], False, False, 2, pool)
         report = RewriteReport("rewrite", False)
-        api._run(report, [(p, _later) for p in paths], False, False, 2, pool)
+        files._run(report, [(p, _later) for p in paths], False, False, 2, pool)
     assert [f.kept for f in report.files] == [0] * 4
 
 

@@ -436,7 +436,24 @@ class Package:
         entries = tuple(result.guarded.values())
         found = self.find_method(qual, "forward")
         summary = self.solver.scope(self.classes[found[0]][0].module, found[1].qualname) if found is not None and entries else None
-        chosen = guards.choose((e.alternatives for e in entries), summary.defaults.get) if summary is not None else None
+        chosen = None
+        if summary is not None:
+            forward_module = self.classes[found[0]][0].module  # type: ignore[index]
+
+            def at_default(name: str, kind: str) -> bool:
+                """An argument left out passes at its default; a setting of the layer (`self.use_dynamic_ntk`)
+                where the defaults solver knows its truth as built with the default settings. The mode
+                (`training`) is no setting: a model is switched between the two."""
+                if not guards.is_setting(name):
+                    value = summary.defaults.get(name)
+                    return value is not None and value[0] == "c" and guards.holds(kind, value[1])
+                expr = guards.setting_expr(name)
+                if expr is None or name.rsplit(".", 1)[-1] == "training" or kind not in ("truthy", "falsy"):
+                    return False
+                truth = self.defaults.truth(expr, forward_module, found[1].qualname)  # type: ignore[index]
+                return truth is not None and truth == (kind == "truthy")
+
+            chosen = guards.choose((e.alternatives for e in entries), at_default)
         if chosen is None or result.status is Status.INELIGIBLE:
             for entry in entries:
                 result.absorb(entry.status, entry.reasons, None, entry.hard)

@@ -88,6 +88,18 @@ def is_setting(name: str) -> bool:
     return name.startswith("self.")
 
 
+def setting_expr(name: str) -> Expr | None:
+    """The summarizer's form of a setting (`self.config.is_decoder`: ("a", ("s", "config"), "is_decoder")), the
+    inverse of `setting_name`; None for a name over a container's items (`self.h.*.attn.training`)."""
+    parts = name.split(".")[1:]
+    if not parts or "*" in parts:
+        return None
+    expr: Expr = ("s", parts[0])
+    for part in parts[1:]:
+        expr = ("a", expr, part)
+    return expr
+
+
 def setting_name(expr: Expr) -> str | None:
     """`self.config.is_decoder` for ("a", ("s", "config"), "is_decoder"); None for anything but such a chain."""
     parts: list[str] = []
@@ -294,18 +306,18 @@ def strict(alternatives: tuple[Guard, ...], from_config: Callable[[str], bool] =
     return few(normal((n, met(n, k)) for n, k in g) for g in alternatives)
 
 
-def choose(alternatives: Iterable[tuple[Guard, ...]], default: Callable[[str], Expr | None]) -> tuple[Guard, tuple[Guard, ...]] | None:
+def choose(alternatives: Iterable[tuple[Guard, ...]], at_default: Callable[[str, str], bool]) -> tuple[Guard, tuple[Guard, ...]] | None:
     """One guard keeping every hazard out: per hazard one of its alternatives, preferring tests already chosen, then
-    those that pass at the forward's defaults (the call nobody passes anything to, as in training), then the
-    fewest. Returns the guard and the alternative chosen for each hazard, or None when no consistent choice is
-    found."""
+    those that pass at the defaults (`at_default(name, kind)`: the call nobody passes anything to, as in training,
+    on a layer built with its default settings), then the fewest. Returns the guard and the alternative chosen for
+    each hazard, or None when no consistent choice is found."""
     chosen: set[Test] = set()
     picks: list[Guard] = []
 
     def rank(guard: Guard) -> tuple[int, int, int, Guard]:
         fresh = [t for t in guard if t not in chosen]
-        at_default = all((d := default(n)) is not None and d[0] == "c" and holds(k, d[1]) for n, k in guard)
-        return (len(fresh) > 0, not at_default, len(fresh), guard)
+        passes = all(at_default(n, k) for n, k in guard)
+        return (len(fresh) > 0, not passes, len(fresh), guard)
 
     for options in alternatives:
         usable = [g for g in options if consistent(chosen | set(g))]

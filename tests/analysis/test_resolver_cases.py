@@ -2107,8 +2107,19 @@ class Looped({Layer}):
         if use_cache and past_key_values is None:
             past_key_values = Cache()
         return self.attn(x, past_key_values=past_key_values)
+
+
+class Tracked({Layer}):
+    def __init__(self):
+        super().__init__()
+        self.keep = False
+
+    def forward(self, x, acc):
+        if self.keep and acc is not None:
+            acc.append(x)
+        return x
 """},
-        {"m.Attention": "conditional", "m.Block": "conditional", "m.Positional": "conditional", "m.NoCache": "eligible",
+        {"m.Tracked": "conditional", "m.Attention": "conditional", "m.Block": "conditional", "m.Positional": "conditional", "m.NoCache": "eligible",
          "m.Rebound": "ineligible", "m.Flagged": "conditional", "m.Outside": "ineligible", "m.Stack": "conditional",
          "m.Handed": "conditional", "m.HandedTwice": "conditional", "m.Filled": "ineligible", "m.Named": "eligible",
          "m.Created": "conditional", "m.Decorated": "conditional", "m.Heads": "conditional", "m.Unguarded": "ineligible",
@@ -3927,6 +3938,9 @@ def test_guarded_verdicts_name_their_guard_in_their_own_arguments(tmp_path: Path
     # left None the config fills it: a false value passed, or the wrapped layer's config false where the call leaves
     # it out, one test of one name
     assert guards["Defaulted"] == (("past_key_values", "is None"), ("use_cache", "config false"))
+    # either test keeps the append out; the layer's own setting holds as built (off in `__init__`), the argument's
+    # only if the caller passes None: the guard that holds at the defaults is chosen
+    assert guards["Tracked"] == (("self.keep", "falsy"),)
     assert all(len({n for n, _ in g}) == len(g) for g in guards.values())
     block = verdicts["pkg.m.Block"]
     assert [r.guard for r in block.reasons] == [(("past_key_values", "is None"),)]

@@ -8,8 +8,8 @@ kernels for the H200), see docs/runtime.md.
 from __future__ import annotations
 
 import functools
-import sys
 import math
+import sys
 from contextlib import nullcontext
 from typing import Any, ContextManager, Sequence
 

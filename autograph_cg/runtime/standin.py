@@ -101,20 +101,20 @@ def _capturing(*args: Any, **kwargs: Any) -> bool:
 def refusing_host_syncs(
     targets: Sequence[tuple[Any, str]], queries: Sequence[tuple[Any, str]] = (), host: HostTensors | None = None
 ) -> Iterator[None]:
-    """Replace each ``owner.name`` of `targets` by a function that raises (unless it reads a tensor of `host`), and
-    of `queries` by one that says a graph is being captured, for the duration of a capture."""
+    """For the duration of a capture, replace each ``owner.name`` of `targets` by a function that raises (unless
+    it reads a tensor of `host`), of `queries` by one that says a graph is being captured, and `host`'s sources
+    and carriers by functions that note the tensors in host memory they return."""
     global _depth
-    follows = [*host.sources, *host.carriers] if host is not None else []
-    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name in (*targets, *queries, *follows)]
-    originals = [getattr(owner, name) for owner, name in (*targets, *follows)]
-    for (owner, name), original in zip(targets, originals):
-        setattr(owner, name, _refuse(f"{getattr(owner, '__name__', owner)}.{name}", original, host))
-    for owner, name in queries:
-        setattr(owner, name, _capturing)
+    sources, carriers = (host.sources, host.carriers) if host is not None else ([], [])
+    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name in (*targets, *queries, *sources, *carriers)]
+    replaced = [(owner, name, _refuse(f"{getattr(owner, '__name__', owner)}.{name}", getattr(owner, name), host))
+                for owner, name in targets]
+    replaced += [(owner, name, _capturing) for owner, name in queries]
     if host is not None:
-        for (owner, name), original in zip(follows, originals[len(targets):]):
-            wrap = host.source if (owner, name) in host.sources else host.carrier
-            setattr(owner, name, wrap(original))
+        replaced += [(owner, name, host.source(getattr(owner, name))) for owner, name in sources]
+        replaced += [(owner, name, host.carrier(getattr(owner, name))) for owner, name in carriers]
+    for owner, name, value in replaced:
+        setattr(owner, name, value)
     _depth += 1
     try:
         yield

@@ -161,15 +161,6 @@ def _paddlenlp(name: str) -> tuple[Any, tuple]:
     return model, (ids,)
 
 
-def _site(library: str) -> list[str]:
-    """Folders a library's runs put first on sys.path: paddlenlp's pinned packages (installed on first use)."""
-    if library != "paddlenlp":
-        return []
-    import dropin
-
-    return dropin.ensure_site(library)
-
-
 def _fixture(name: str) -> tuple[Any, tuple, Callable]:
     """The bundled fixture package's model (no library needed: what CI's sample runs)."""
     module = importlib.import_module(name)
@@ -207,11 +198,26 @@ def available(library: str) -> bool:
     return library == "torch" or importlib.util.find_spec(library) is not None
 
 
+def process_env(site: list[str]) -> dict[str, str]:
+    """The environment of a model's own process: the library's folders, the repository, bench/ and fixtures/ first
+    on its path."""
+    paths = [*site, str(ROOT), str(HERE), str(FIXTURES), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def site_of(library: str) -> list[str]:
+    """Folders a library's runs put first on sys.path: paddlenlp's pinned packages (installed on first use)."""
+    if library != "paddlenlp":
+        return []
+    import dropin
+
+    return dropin.ensure_site(library)
+
+
 def validate_one(name: str, steps: int, scratch: Path, timeout: int, site: list[str]) -> dict[str, Any]:
     """One model's validate run in a process of its own; its JSON report with the wall time."""
     out = scratch / f"{name.replace('/', '_')}.json"
-    paths = [*site, str(ROOT), str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "AUTOGRAPH_CG_ZOO_MODEL": name, "PYTHONPATH": os.pathsep.join(paths)}
+    env = {**process_env(site), "AUTOGRAPH_CG_ZOO_MODEL": name}
     cmd = [sys.executable, "-m", "autograph_cg", "validate", "zoo:make", "--path", str(HERE), "--path", str(FIXTURES),
            "--steps", str(steps),
            "--warmup-steps", "1", "--format", "json", "-o", str(out)]
@@ -267,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown model(s): {', '.join(unknown)}")
     if args.library:
         names = [n for n in names if zoo[n][0] == args.library]
-    sites = {lib: _site(lib) for lib in {zoo[n][0] for n in names}}
+    sites = {lib: site_of(lib) for lib in {zoo[n][0] for n in names}}
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda n: validate_one(n, args.steps, Path(tmp), args.timeout, sites[zoo[n][0]]), names))
     for result in results:

@@ -177,14 +177,22 @@ class Trace:
     error: str | None = None
 
 
-def _tensors(fw: Framework, obj: Any) -> list[Any]:
+def tensors_in(fw: Framework, obj: Any) -> list[Any]:
+    """The tensors of a model's output, in order, through tuples, lists and dicts."""
     if fw.is_tensor(obj):
         return [obj]
     if isinstance(obj, (tuple, list)):
-        return [t for item in obj for t in _tensors(fw, item)]
+        return [t for item in obj for t in tensors_in(fw, item)]
     if isinstance(obj, dict):
-        return [t for item in obj.values() for t in _tensors(fw, item)]
+        return [t for item in obj.values() for t in tensors_in(fw, item)]
     return []
+
+
+def loss_of(fw: Framework, subject: Subject, outs: Any) -> Any:
+    """The factory's loss of a training step's outputs, or validate's default over them."""
+    if subject.loss_fn is None:
+        return fw.default_loss(tensors_in(fw, outs))
+    return subject.loss_fn(subject.model, outs, *subject.inputs)
 
 
 def run(fw: Framework, subject: Subject, call: Any, steps: int, seed: int, lr: float, follow: Trace | None = None) -> Trace:
@@ -201,18 +209,15 @@ def run(fw: Framework, subject: Subject, call: Any, steps: int, seed: int, lr: f
         fw.seed(seed)
         with fw.no_grad():
             for _ in range(steps):
-                trace.outputs.append([fw.numpy(t) for t in _tensors(fw, call(*subject.inputs))])
+                trace.outputs.append([fw.numpy(t) for t in tensors_in(fw, call(*subject.inputs))])
         call.train()
         fw.seed(seed + 1)
         opt = fw.optimizer(params, lr)
         for _ in range(steps):
             opt.zero_grad()
             outs = call(*subject.inputs)
-            tensors = _tensors(fw, outs)
-            if subject.loss_fn is None:
-                loss = fw.default_loss(tensors)
-            else:
-                loss = subject.loss_fn(subject.model, outs, *subject.inputs)
+            tensors = tensors_in(fw, outs)
+            loss = loss_of(fw, subject, outs)
             loss.backward()
             trace.outputs.append([fw.numpy(t) for t in [loss, *tensors]])
             trace.grads.append([None if fw.grad(p) is None else fw.numpy(fw.grad(p)) for p in params])

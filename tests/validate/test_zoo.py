@@ -4,6 +4,7 @@ Paddle (docs/performance.md)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -33,3 +34,21 @@ def test_the_zoo_driver_validates_a_model_and_finds_no_runtime_bug(tmp_path: Pat
     classes = {c["class"]: c for c in result["report"]["classes"]}
     assert classes[f"{framework}_lm.block.DecoderBlock"]["outcome"] == "captured"
     assert all(c["disagreement"] != "runtime bug" for c in classes.values())
+
+
+@pytest.mark.gpu
+def test_the_zoo_speed_bench_times_the_fixture_model_wrapped_as_the_plan_wraps_it(tmp_path: Path) -> None:
+    if importlib.util.find_spec("torch") is None or not importlib.import_module("torch").cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    out = tmp_path / "speed.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "zoo_speed.py"), "--only", "fixtures/torch_lm", "--steps", "12",
+         "--warmup", "6", "--jobs", "1", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    (row,) = json.loads(out.read_text())
+    assert "error" not in row, row
+    assert row["wrappers"] >= 1 and row["replays"] > 0 and row["eager_calls"] == 0
+    assert all(row[f"{phase}_{variant}_ms"] > 0 for phase in ("train", "infer") for variant in ("eager", "wrapped"))
+    assert proc.stdout.strip().splitlines()[-1].startswith("1 models, 0 not run")
+    assert proc.returncode == (1 if row["train_wrapped_ms"] > row["train_eager_ms"] else 0)

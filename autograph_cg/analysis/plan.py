@@ -322,9 +322,31 @@ def _entry(package: Package, module: ModuleFacts, site: SiteFacts, owner: str) -
     value = package.solver.value(site.callee, module.module, site.scope or MODULE_SCOPE)
     if fw.layer_kind(site.cls) == "container":
         items = package.solver.items(frozenset(a for a in value if a[0] == "L"))
+        if site.cls.endswith(".Sequential"):
+            items = _run_items(package, items)
         return _Entry(module.path, site, owner, _Built(others=(site.cls,)), _classify(package, items))
     usual = _classify(package, package.defaults.default_build(site.callee, module.module, site.scope or MODULE_SCOPE) & value)
     return _Entry(module.path, site, owner, _classify(package, value), usual=usual if usual.classes or usual.others else None)
+
+
+def _run_items(package: Package, items: frozenset) -> frozenset:
+    """What a Sequential runs: its items, a container among them replaced by its own items (timm's
+    `nn.Sequential(*builder(...))` of stages, each `nn.Sequential(*blocks)`). A container that is an item of a
+    Sequential is a callable one that runs its items in turn: a list is no module, and a ModuleList or ModuleDict
+    cannot be called, so eagerly the model would fail first."""
+    found: set = set()
+    seen: set = set()
+    todo = list(items)
+    while todo:
+        atom = todo.pop()
+        if atom in seen:
+            continue
+        seen.add(atom)
+        if atom[0] == "L":
+            todo.extend(package.solver.items(frozenset({atom})))
+        else:
+            found.add(atom)
+    return frozenset(found)
 
 
 def _direct(package: Package, module: ModuleFacts, cls: str) -> _Built:

@@ -145,3 +145,27 @@ def test_a_sites_estimate_is_of_what_the_default_build_makes_there(tmp_path):
 
 def plan_kernels(plan: dict, qual: str) -> int:
     return next(v["kernels"] for v in plan["verdicts"] if v["class"].endswith(qual))
+
+
+def test_a_sequential_of_stages_that_a_builder_object_makes_is_wrapped_whole(tmp_path):
+    """timm's EfficientNet: `self.blocks = nn.Sequential(*builder(...))`, each stage an `nn.Sequential(*blocks)`."""
+    builder = (
+        "class Builder:\n    def _make(self, kind):\n        return {block}()\n\n"
+        "    def __call__(self, stages):\n        out = []\n        for kinds in stages:\n            blocks = []\n"
+        "            for kind in kinds:\n                blocks.append(self._make(kind))\n"
+        "            out.append(nn.Sequential(*blocks))\n        return out\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.blocks = nn.Sequential(*Builder()([['a', 'b'], ['c']]))\n\n"
+        "    def forward(self, x):\n        return self.blocks(x).tolist()\n"
+    )
+    layers = (
+        "import torch.nn as nn\n\n\n"
+        "class Clean(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+        "class Syncs(nn.Module):\n    def forward(self, x):\n        return x * x.sum().item()\n\n\n"
+    )
+    (tmp_path / "m.py").write_text(layers + builder.format(block="Clean"))
+    _, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "0")
+    assert [(s["target"], s["class"]) for s in json.loads(out)["sites"]] == [("self.blocks", "torch.nn.Sequential")]
+    (tmp_path / "m.py").write_text(layers + builder.format(block="Syncs"))  # one stage's block cannot be captured
+    _, out = _run("plan", str(tmp_path), "--format", "json", "--min-kernels", "0")
+    assert json.loads(out)["sites"] == []

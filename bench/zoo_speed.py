@@ -32,7 +32,7 @@ def measure(name: str, steps: int, warmup: int, cache_dir: str) -> dict[str, Any
     import torch
 
     from autograph_cg.api import Options, analyze
-    from autograph_cg.runtime import CUDAGraphedLayer
+    from autograph_cg.runtime import CUDAGraphedLayer, stats_of
     from autograph_cg.validate.births import recording
     from autograph_cg.validate.frameworks import framework_of
     from autograph_cg.validate.passes import loss_of, plan_picker, run_stats, unwrap, wrap_where
@@ -54,7 +54,10 @@ def measure(name: str, steps: int, warmup: int, cache_dir: str) -> dict[str, Any
     eager_model, inputs = fw.to_cuda(unwrap(fw, eager.model), eager.inputs)
     wrapped_model, _ = fw.to_cuda(unwrap(fw, wrapped.model), wrapped.inputs)
 
+    names: dict[int, str] = {}
+
     def wrap(layer: Any, path: str, guard: Any) -> Any:
+        names[id(layer)] = path
         return CUDAGraphedLayer(layer, name=path, guard=dict(guard) or None)
 
     call, wrappers = wrap_where(fw, wrapped_model, plan_picker(analysis.plan, births), wrap, nested=True)
@@ -98,7 +101,13 @@ def measure(name: str, steps: int, warmup: int, cache_dir: str) -> dict[str, Any
         "model": name, **median, "wrappers": stats.wrapped, "sites": len(analysis.plan.sites),
         "replays": stats["forward_replays"] + stats["fused_calls"], "eager_calls": stats["eager_calls"],
         "fallbacks": stats.fallbacks, "disabled": list(stats.disabled),
+        "wrapped": {names[id(w)]: _calls(stats_of(w)) for w in wrappers},
     }
+
+
+def _calls(stats: dict[str, Any]) -> str:
+    """How one wrapper's calls went: `captures/replays/fused/nested/eager`."""
+    return "/".join(str(stats[k]) for k in ("captures", "forward_replays", "fused_calls", "nested_calls", "eager_calls"))
 
 
 def run_one(name: str, steps: int, warmup: int, cache_dir: str, timeout: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import threading
 from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, cast
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, cast
 
 from autograph_cg import __version__
 from autograph_cg.atomic import atomic_file
@@ -228,6 +228,7 @@ class FactsCache:
         self._packages: dict[str, dict[str, Entry]] = {}  # file name -> the entries it holds, once read
         self._names: dict[str, str] = {}  # cache key -> the file name of its package
         self._dirty: set[str] = set()
+        self.added: dict[str, Entry] = {}  # the entries this run put, by cache key
 
     def _entries(self, key: str) -> dict[str, Entry]:
         """The entries of the package `key` belongs to, read when first asked for."""
@@ -258,7 +259,7 @@ class FactsCache:
 
     def put(self, key: str, stamp: Stamp, facts: bytes, complete: bool) -> None:
         """`facts`: a `ModuleFacts` pickled, as the index workers return it; `complete`: its `complete`."""
-        self._entries(key)[key] = (stamp, facts, complete)
+        self._entries(key)[key] = self.added[key] = (stamp, facts, complete)
         self._dirty.add(self._names[key])
 
     def save(self, keep: Iterable[str]) -> None:
@@ -454,6 +455,41 @@ class Indexer:
             method = "fork" if sys.platform.startswith("linux") else None
             self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
         return self._pool if misses else None
+
+
+def forked(work: Callable[[], object]) -> Callable[[], object | None]:
+    """`work` run in a forked copy of this process, which has every object made so far without their being sent: the
+    returned function waits for it and gives what `work` returned, or None when it failed (the caller does the work
+    itself then). Nothing buffered is written twice: the streams are flushed before, and the copy ends with
+    `os._exit`, running no exit handler of this process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        status = 1
+        try:
+            with os.fdopen(writer, "wb") as pipe:
+                pipe.write(pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL))
+            status = 0
+        finally:
+            sys.stderr.flush()
+            os._exit(status)
+    os.close(writer)
+
+    def result() -> object | None:
+        with os.fdopen(reader, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return None
+        try:
+            return pickle.loads(data)
+        except (pickle.PickleError, EOFError, AttributeError, ValueError, ImportError, IndexError, TypeError):
+            return None
+
+    return result
 
 
 def _job(source: SourceFile, deep: bool | None) -> Job:

@@ -16,6 +16,7 @@ import sys
 import threading
 from collections import deque
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, cast
 
@@ -389,15 +390,15 @@ class Indexer:
         if progress is not None:
             progress.advance(len(facts))
         pool = self._pool_for(len(misses))
-        results = _in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress)
-        for key, stamp, (batch, place) in taken:
-            miss_keys.append((key, stamp))
-            results.append(batch.result()[place])
+        found = _in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress)
+        ahead = ((len(misses) + i, batch.result()[place]) for i, (_, _, (batch, place)) in enumerate(taken))
+        miss_keys.extend((key, stamp) for key, stamp, _ in taken)
         with paused_gc():  # unpickling makes many objects and no garbage
-            for (key, stamp), result in zip(miss_keys, results, strict=True):
+            for place, result in chain(found, ahead):
                 if isinstance(result, SourceError):
                     errors.append(result)
                 else:
+                    key, stamp = miss_keys[place]
                     facts.append(pickle.loads(result))
                     self.cache.put(key, stamp, result, facts[-1].complete)
         if progress is not None:
@@ -496,29 +497,30 @@ def _job(source: SourceFile, deep: bool | None) -> Job:
     return (source.path, source.real or os.path.realpath(source.path), source.module, source.is_package, deep)
 
 
-def _in_process(misses: list[Job], progress: ProgressSink | None) -> list[bytes | SourceError]:
-    results = []
-    for item in misses:
-        results.extend(_index_batch([item]))
+def _in_process(misses: list[Job], progress: ProgressSink | None) -> Iterator[tuple[int, bytes | SourceError]]:
+    for place, item in enumerate(misses):
+        yield place, _index_batch([item])[0]
         if progress is not None:
             progress.advance()
-    return results
 
 
-def _in_pool(pool: ProcessPoolExecutor, misses: list[Job], workers: int, progress: ProgressSink | None) -> list[bytes | SourceError]:
+def _in_pool(pool: ProcessPoolExecutor, misses: list[Job], workers: int, progress: ProgressSink | None) -> Iterator[tuple[int, bytes | SourceError]]:
+    """Each file's place in `misses` and its result, as the batches end: the caller unpickles them while the pool
+    indexes the others (after the last batch, the main process unpickled every file's facts at once, 0.5 s of the
+    corpus's index with the cores idle)."""
+    from concurrent.futures import as_completed
+
     # Larger files first, so no worker is left with the one huge file at the end.
     order = sorted(range(len(misses)), key=lambda i: -_size(misses[i][1]))
     size = max(1, min(16, len(misses) // (workers * 8)))
-    batches = [[misses[i] for i in order[start : start + size]] for start in range(0, len(order), size)]
-    results: dict[int, bytes | SourceError] = {}
-    position = 0
-    for batch, done in zip(batches, pool.map(_index_batch, batches)):
-        for result in done:
-            results[order[position]] = result
-            position += 1
+    batches = {pool.submit(_index_batch, [misses[i] for i in order[start : start + size]]): start for start in range(0, len(order), size)}
+    for done in as_completed(batches):
+        start = batches[done]
+        results = done.result()
+        for offset, result in enumerate(results):
+            yield order[start + offset], result
         if progress is not None:
-            progress.advance(len(batch))
-    return [results[i] for i in range(len(misses))]
+            progress.advance(len(results))
 
 
 def _size(path: str) -> int:

@@ -217,9 +217,11 @@ def _judge_apart(
             return judge(alone), facts_cache.added
 
     waiting = [forked(apart) for _ in range(forks)]
-    parts = judge(indexer)
-    for result in waiting:
-        got = result()
+    try:
+        parts = judge(indexer)
+    finally:  # the forked processes are waited for even when this one failed
+        done = [result() for result in waiting]
+    for got in done:
         if isinstance(got, tuple):
             parts.update(got[0])
             for file_key, entry in got[1].items():

@@ -133,9 +133,9 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
         cache_dir = Path(options.cache_dir or config.cache_dir or os.environ.get("AUTOGRAPH_CG_CACHE_DIR") or DEFAULT_CACHE)
     stamped, stat_errors = stamp_files(sources)
     settings = (config.select, config.ignore, config.unknown, options.wrap_unknown, config.min_kernels, default_min_kernels(), config.capturable, config.not_capturable)
-    key = run_key(stamped, repr((*settings, options.plan)))
+    keys = _answer_keys(stamped, settings, options.plan)
     results = ResultCache(cache_dir)
-    for known in (key,) if options.plan else (key, run_key(stamped, repr((*settings, True)))):  # a planned answer serves lint too
+    for known in keys:
         cached = results.get(known)
         if isinstance(cached, Analysis):
             return cached
@@ -150,7 +150,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
         if len(groups) == 1:
             judged = [_judge(modules, stamped, indexer, store, settings, options, state)]
         else:
-            judged = _judge_apart(largest_first(groups), stamped, indexer, facts_cache, store, settings, options)
+            judged = _judge_apart(largest_first(groups), stamped, indexer, facts_cache, store, results, settings, options)
     verdicts, findings, internal, plan = judged[0].answers() if len(judged) == 1 else _joined(judged, modules)
     read_errors = sorted(stat_errors + read_errors + internal, key=lambda e: e.path)
     files = [m.path for m in modules]
@@ -158,11 +158,17 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     summary = _summary(len(sources), files, lines, read_errors, findings, verdicts, plan)
     analysis = Analysis(findings, read_errors, plan, files, summary, verdicts, lines)
     facts_cache.save(file_key for _, file_key, _ in stamped)
-    results.put(key, analysis)
+    results.put(keys[0], analysis)
     return analysis
 
 
 _FORKS = sys.platform.startswith("linux")  # groups judged in forked processes, as the index pool's workers are made
+
+
+def _answer_keys(stamped: list[Stamped], settings: tuple, plan: bool) -> tuple[str, ...]:
+    """The keys an answer for these files may be cached under, its own first: a planned answer serves lint too."""
+    key = run_key(stamped, repr((*settings, plan)))
+    return (key,) if plan else (key, run_key(stamped, repr((*settings, True))))
 
 
 def _shape(stamped: list[Stamped], settings: tuple) -> str:
@@ -185,17 +191,35 @@ class _Judged:
 
 
 def _judge_apart(
-    groups: list[list[ModuleFacts]], stamped: list[Stamped], indexer: Indexer, facts_cache: FactsCache, store: SolvedStore, settings: tuple, options: Options
+    groups: list[list[ModuleFacts]],
+    stamped: list[Stamped],
+    indexer: Indexer,
+    facts_cache: FactsCache,
+    store: SolvedStore,
+    results: ResultCache,
+    settings: tuple,
+    options: Options,
 ) -> list[_Judged]:
     """Each group judged apart, in as many processes as `jobs` (this one, with the index pool, and forked ones, which
     index what their verdicts need deeply themselves and write their solved states), each taking the next group left
-    when it is done with one; a group whose process failed is judged here after."""
+    when it is done with one; a group whose process failed is judged here after. A group none of whose files changed
+    since it was last judged takes that answer (an edit elsewhere loads no state of it)."""
     by_path = {source.path: (source, file_key, stamp) for source, file_key, stamp in stamped}
     forks = min(indexer.jobs, len(groups)) - 1 if _FORKS else 0
     taken = _Turns(forks)
 
-    def one(group: list[ModuleFacts], indexer: Indexer) -> _Judged:
+    def answer(group: list[ModuleFacts], indexer: Indexer) -> _Judged:
         stamped = [by_path[m.path] for m in group]
+        keys = _answer_keys(stamped, settings, options.plan)
+        for known in keys:
+            cached = results.get(known)
+            if isinstance(cached, _Judged):
+                return cached if options.plan else replace(cached, plan=None, unresolved=Counter())
+        found = solved(group, stamped, indexer)
+        results.put(keys[0], found)
+        return found
+
+    def solved(group: list[ModuleFacts], stamped: list[Stamped], indexer: Indexer) -> _Judged:
         state = store.get(_shape(stamped, settings))
         deep = state.deep if state is not None else frozenset()
         again = {m.path for m in group if m.path in deep and not m.complete}  # edited since: indexed deeply at once
@@ -208,7 +232,7 @@ def _judge_apart(
     def judge(indexer: Indexer) -> dict[int, _Judged]:
         parts = {}
         while (place := taken.next()) < len(groups):
-            parts[place] = one(groups[place], indexer)
+            parts[place] = answer(groups[place], indexer)
         return parts
 
     def apart() -> tuple[dict[int, _Judged], dict[str, Entry]]:
@@ -228,7 +252,7 @@ def _judge_apart(
                 facts_cache.put(file_key, *entry)
     for place, group in enumerate(groups):  # taken by a process that failed
         if place not in parts:
-            parts[place] = one(group, indexer)
+            parts[place] = answer(group, indexer)
     return list(parts.values())
 
 

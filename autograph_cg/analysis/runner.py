@@ -306,10 +306,11 @@ def _mtime(path: Path) -> float:
 
 
 class ResultCache(_Keyed):
-    """Whole answers of recent runs by `run_key`: an unchanged package is answered without any analysis."""
+    """Whole answers of recent runs by `run_key`, and of the groups of files judged apart in them: an unchanged package
+    is answered without any analysis."""
 
     def __init__(self, folder: Path | None) -> None:
-        super().__init__(folder, "results", object, keep=8)
+        super().__init__(folder, "results", object, keep=32)
 
 
 class SolvedStore(_Keyed):

@@ -76,3 +76,21 @@ def test_a_group_whose_process_failed_is_judged_by_the_main_one(tmp_path: Path, 
     expected = analyze([str(tree)], Options(use_cache=False, jobs=1))
     monkeypatch.setattr(api, "forked", lambda work: (work(), lambda: None)[1])  # it takes every group, then fails
     assert _answer(analyze([str(tree)], Options(use_cache=False, jobs=2))) == _answer(expected)
+
+
+def test_an_edit_judges_again_only_the_group_it_is_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other group takes its last answer, loading no solved state: a planned one serves lint, without its plan."""
+    tree = _tree(tmp_path)
+    cache = str(tmp_path / "cache")
+    analyze([str(tree)], Options(cache_dir=cache, jobs=1))
+    norm = tree / "torch_lm" / "norm.py"
+    norm.write_text(norm.read_text() + "# edited\n")
+    judged: list[str] = []
+    real = api._judge
+    monkeypatch.setattr(api, "_judge", lambda modules, *rest: judged.append(modules[0].module.partition(".")[0]) or real(modules, *rest))
+    lint = analyze([str(tree)], Options(cache_dir=cache, jobs=1, plan=False))
+    assert judged == ["torch_lm"]
+    warm = analyze([str(tree)], Options(cache_dir=cache, jobs=1))
+    assert judged == ["torch_lm", "torch_lm"]  # a lint answer does not serve a plan
+    assert _answer(warm) == _answer(analyze([str(tree)], Options(use_cache=False, jobs=1)))
+    assert (lint.plan, lint.findings, lint.verdicts) == (None, warm.findings, warm.verdicts)

@@ -147,7 +147,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
         modules, read_errors = _index(indexer, stamped, state.deep if state is not None else frozenset())
         groups = separate(modules)
-        if len(groups) == 1:
+        if len(groups) <= 1:  # one package (or none could be read): the run it always was
             judged = [_judge(modules, stamped, indexer, store, settings, options, state)]
         else:
             judged = _judge_apart(largest_first(groups), stamped, indexer, facts_cache, store, results, settings, options)

@@ -178,6 +178,9 @@ class ModuleFacts:
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
     scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name (`_Unpickled`)
     errors: tuple[tuple[str, str], ...] = ()  # (where, detail): internal errors met outside any walk
+    # the top-level packages its imports name, wherever they stand (in functions and classes too): the groups of
+    # files that import each other are judged apart (`groups.py`)
+    reaches: tuple[str, ...] = ()
     # what the resolver reads of the file (`solved.digests`): of its frame (imports, names, classes' bases and
     # attributes) and of each summary, by scope name; equal, the resolver's answers hold
     digests: "Digests | None" = None

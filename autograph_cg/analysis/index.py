@@ -98,8 +98,27 @@ def index_source(
         complete=deep is True or not (function_nodes or lambdas or any(b.methods for b in builders.values())),
         scopes=summaries.scopes,
         errors=tuple(summaries.errors),
+        reaches=_reaches(scope, tree.body),
     )
     return replace(facts, digests=digests(facts))
+
+
+def _reaches(scope: ModuleScope, statements: list[ast.stmt]) -> tuple[str, ...]:
+    """The top-level packages the imports of `statements` name, nested ones included (a function's own imports): a
+    walk of statements only, which is where imports stand."""
+    found: set[str] = set()
+    todo: list[ast.AST] = list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ImportFrom):
+            found.add(scope.import_base(node).partition(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(node, field, ()))
+    found.discard("")
+    return tuple(sorted(found))
 
 
 def _lambdas(scope: ModuleScope, scopes: dict[str, ScopeSummary], summarizer: Summarizer, walk: bool) -> dict[str, FunctionFacts]:

@@ -22,6 +22,8 @@ from autograph_cg.config import DEFAULT_MIN_KERNELS
 from autograph_cg.findings import Span
 
 if TYPE_CHECKING:
+    from collections import Counter
+
     from autograph_cg.analysis.eligibility import Package
 
 
@@ -286,6 +288,20 @@ def make_plan(package: Package, wrap_unknown: bool = False, min_kernels: int = D
     skipped.sort(key=lambda s: (s.path, s.span.line, s.span.col))
     unresolved = tuple(package.unresolved_names.most_common(10))
     return Plan(tuple(sites), verdicts, tuple(roots), tuple(sorted(notes, key=lambda n: n.text)), tuple(skipped), min_kernels, unresolved)
+
+
+def joined(plans: list[Plan], verdicts: dict[str, Verdict], unresolved: Counter[str]) -> Plan:
+    """The plans of groups of files judged apart (no group imports another: `groups.py`), as `make_plan` gives the plan
+    of all of them: every list in its order, `verdicts` and the names left `unresolved` counted over all groups."""
+    return Plan(
+        tuple(sorted((s for p in plans for s in p.sites), key=lambda s: (s.path, s.span.line, s.span.col))),
+        verdicts,
+        tuple(sorted((r for p in plans for r in p.roots), key=lambda r: r.qualname)),
+        tuple(sorted((n for p in plans for n in p.notes), key=lambda n: n.text)),
+        tuple(sorted((s for p in plans for s in p.skipped), key=lambda s: (s.path, s.span.line, s.span.col))),
+        plans[0].min_kernels,
+        tuple(unresolved.most_common(10)),
+    )
 
 
 def _handed_over(entries: list[_Entry]) -> list[_Entry]:

@@ -201,7 +201,12 @@ def load(data: bytes) -> Source:
     return Source(data, text, tree, "".join(lines[:start]), tuple(statements), "".join(lines[end:]), newline, lines)
 
 
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines() breaks at beside these
+
+
 def _lines_of(text: str) -> list[str]:
+    if not _OTHER_BREAKS.search(text):
+        return text.splitlines(keepends=True)  # the same lines, split in C
     starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
     if starts[-1] != len(text):
         starts.append(len(text))  # the last line has no line break

@@ -35,6 +35,7 @@ CASES = {
     "no trailing newline": "class A:\n    x = 1\n    # c",
     "footer": "x = 1\n\n# the end\n\n",
     "match": "match x:\n    case 1:\n        pass\n        # c\n    case _:\n        y = 2\n    # m\nz = 1\n",
+    "characters str.splitlines() breaks at, not Python": "x = 1\n\x0c\n# a \u2028 b\nclass A:\n    y = '\x0b\x1c'\n    # \x85\nz = 2\n",
 }
 
 

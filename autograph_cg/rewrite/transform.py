@@ -133,16 +133,21 @@ class _Wrap(_Scoped):
         self.seen = seen  # shared by the statements of one file, to find sites that match no call
         self.settings = settings
         self.inside_wrapper: set[int] = set()
-        self.lines = sorted({key[0] for key in todo})
+        self.keys = sorted(todo)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        """Nodes that span no site's first line hold no site: their children are left unvisited (and unrebuilt)."""
+        """Nodes whose range holds no site's range hold no site: their children are left unvisited (and unrebuilt)."""
         descend = super().on_visit(node)
         r = self.call_positions.get(node)
         if not descend or r is None:
             return descend
-        i = bisect_left(self.lines, r.start.line + self.offset)  # the first site line at or after the node's first
-        return i < len(self.lines) and self.lines[i] <= r.end.line + self.offset
+        start, end = (r.start.line + self.offset, r.start.column), (r.end.line + self.offset, r.end.column)
+        for key in self.keys[bisect_left(self.keys, start) :]:  # the sites that start in the node, in order
+            if key[:2] > end:
+                return False
+            if key[2:] <= end:
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         inner = cst_wrapped_call(node)

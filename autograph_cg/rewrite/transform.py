@@ -22,7 +22,7 @@ from autograph_cg.analysis import nodes
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_guard, cst_wrapped_call, unwrap
-from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement
+from autograph_cg.rewrite.source import Source, Statement
 
 Key = tuple[int, int, int, int]
 Positions = Mapping[cst.CSTNode, CodeRange]
@@ -59,7 +59,7 @@ class _Context:
 def _context(source: Source) -> _Context:
     if "autograph-cg:" not in source.text:
         return _Context(Suppressions(), frozenset())
-    marks = scan(LINE_BREAK.split(source.text))
+    marks = scan(list(source.lines))  # its lines as split: a rewritten file always holds the import's marker
     if not marks.skips:  # `ignore` marks only (or the marker of rewrite's import): nothing is kept as it is
         return _Context(marks, frozenset())
     classes = set()

@@ -163,7 +163,7 @@ class _ReadAhead:
     the edits may come for (`source.read_ahead`): those `ahead` names that assign a call of a class to an attribute
     of `self` (a file with a site does), largest first as the edits take them, up to `_AHEAD_BYTES` of source (loaded,
     a file takes 36 times its size). While the analysis solves in one process a core is idle; there the originals'
-    parse and split, a third of the edits' CPU, is done before the edits come, and the workers forked then inherit
+    parse and split, a fifth of the edits' CPU, is done before the edits come, and the workers forked then inherit
     it. Elsewhere it gives way (the priority is the thread's own: Linux's)."""
 
     def __init__(self, ahead: Callable[[], Iterable[str]] | None) -> None:

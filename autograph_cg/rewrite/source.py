@@ -181,8 +181,25 @@ def find_all(node: cst.CSTNode, kinds: type[_Node] | tuple[type[_Node], ...]) ->
     return collect.found  # type: ignore[return-value]  # all of `kinds`
 
 
+_AHEAD: dict[bytes, Source] = {}  # loaded by `read_ahead`, each for the first `load` of its bytes
+
+
+def read_ahead(data: bytes) -> None:
+    """Load `data` now for a `load` of the same bytes later, in this process or one forked from it."""
+    try:
+        _AHEAD[data] = _load(data)
+    except Exception:  # a file that cannot be loaded is reported by the `load` that needs it
+        pass
+
+
 def load(data: bytes) -> Source:
-    """Decode, parse and split `data`; raise Unsafe when it cannot be read as Python."""
+    """Decode, parse and split `data` (or take what `read_ahead` made of the same bytes); raise Unsafe when it
+    cannot be read as Python."""
+    ahead = _AHEAD.pop(data, None)
+    return ahead if ahead is not None else _load(data)
+
+
+def _load(data: bytes) -> Source:
     try:
         text = decode(data)
     except (SyntaxError, UnicodeDecodeError) as exc:
@@ -201,7 +218,12 @@ def load(data: bytes) -> Source:
     return Source(data, text, tree, "".join(lines[:start]), tuple(statements), "".join(lines[end:]), newline, lines)
 
 
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines() breaks at beside these
+
+
 def _lines_of(text: str) -> list[str]:
+    if not _OTHER_BREAKS.search(text):
+        return text.splitlines(keepends=True)  # the same lines, split in C
     starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
     if starts[-1] != len(text):
         starts.append(len(text))  # the last line has no line break

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -22,7 +22,7 @@ from autograph_cg.analysis import nodes
 from autograph_cg.analysis.plan import WrapSite
 from autograph_cg.analysis.suppressions import Suppressions, scan
 from autograph_cg.rewrite.shape import WRAPPER, WrapSettings, build_wrapper, cst_guard, cst_wrapped_call, unwrap
-from autograph_cg.rewrite.source import LINE_BREAK, Source, Statement, find_all
+from autograph_cg.rewrite.source import Source, Statement
 
 Key = tuple[int, int, int, int]
 Positions = Mapping[cst.CSTNode, CodeRange]
@@ -59,7 +59,7 @@ class _Context:
 def _context(source: Source) -> _Context:
     if "autograph-cg:" not in source.text:
         return _Context(Suppressions(), frozenset())
-    marks = scan(LINE_BREAK.split(source.text))
+    marks = scan(list(source.lines))  # its lines as split: a rewritten file always holds the import's marker
     if not marks.skips:  # `ignore` marks only (or the marker of rewrite's import): nothing is kept as it is
         return _Context(marks, frozenset())
     classes = set()
@@ -133,16 +133,21 @@ class _Wrap(_Scoped):
         self.seen = seen  # shared by the statements of one file, to find sites that match no call
         self.settings = settings
         self.inside_wrapper: set[int] = set()
-        self.lines = sorted({key[0] for key in todo})
+        self.keys = sorted(todo)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        """Nodes that span no site's first line hold no site: their children are left unvisited (and unrebuilt)."""
+        """Nodes whose range holds no site's range hold no site: their children are left unvisited (and unrebuilt)."""
         descend = super().on_visit(node)
         r = self.call_positions.get(node)
         if not descend or r is None:
             return descend
-        i = bisect_left(self.lines, r.start.line + self.offset)  # the first site line at or after the node's first
-        return i < len(self.lines) and self.lines[i] <= r.end.line + self.offset
+        start, end = (r.start.line + self.offset, r.start.column), (r.end.line + self.offset, r.end.column)
+        for key in self.keys[bisect_left(self.keys, start) :]:  # the sites that start in the node, in order
+            if key[:2] > end:
+                return False
+            if key[2:] <= end:
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         inner = cst_wrapped_call(node)
@@ -176,15 +181,63 @@ class _Wrap(_Scoped):
 
 
 class _Unwrap(_Scoped):
+    """Descends only into the nodes that hold a call of the wrapper's name (`_holding`, read at the module): libcst
+    rebuilds every node it visits, and nothing else of the statement can change."""
+
+    holding: frozenset[int] = frozenset()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Module):
+            self.holding = _holding(node)
+        return super().on_visit(node) and id(node) in self.holding
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         inner = cst_wrapped_call(updated_node)
         if inner is None:
             return updated_node
-        if self.skipped(_last_name(inner.func)) or len(find_all(updated_node, cst.Comment)) != len(find_all(inner, cst.Comment)):
+        if self.skipped(_last_name(inner.func)) or _has_comment(updated_node, inner):
             self.counts.kept += 1
             return updated_node
         self.counts.changed += 1
         return unwrap(updated_node, inner)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """A node's children read from its fields, not in the order of the text: a libcst visit rebuilds each node it
+    passes, five times the cost."""
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in fields(node))
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            yield from (item for item in value if isinstance(item, cst.CSTNode))
+
+
+def _holding(root: cst.CSTNode) -> frozenset[int]:
+    """The ids of the nodes that are, or hold, a call of the wrapper's name: where undo can change something."""
+    found: set[int] = set()
+    _collect_holding(root, found)
+    return frozenset(found)
+
+
+def _collect_holding(node: cst.CSTNode, found: set[int]) -> bool:
+    hit = isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == WRAPPER
+    for child in _children(node):
+        hit = _collect_holding(child, found) or hit
+    if hit:
+        found.add(id(node))
+    return hit
+
+
+def _has_comment(node: cst.CSTNode, outside: cst.CSTNode) -> bool:
+    """Whether a comment sits in `node` but not in its descendant `outside` (a wrapper's own comments)."""
+    return any(isinstance(child, cst.Comment) or _has_comment(child, outside) for child in _children(node) if child is not outside)
 
 
 #: Whether a piece of a file has work for an edit: (its text, its first line, its last line).

@@ -187,3 +187,16 @@ def test_undo_keeps_pragma_protected_and_commented_wrappers() -> None:
     edit = undo_source(src.encode())
     assert edit.changed == 1 and edit.kept == 2
     assert edit.new.decode() == src.replace("c = CUDAGraphedLayer(MLP(3))", "c = MLP(3)")
+
+
+def test_undo_tells_the_wrappers_comments_from_its_calls_and_reaches_nested_wrappers() -> None:
+    src = HEAD_NEW + (
+        "a = CUDAGraphedLayer(MLP(  # the call's own comment\n    1))\n"
+        "b = Seq(CUDAGraphedLayer(Block(CUDAGraphedLayer(MLP(2)))), x=[CUDAGraphedLayer(MLP(3))])\n"
+        "c = CUDAGraphedLayer(MLP(4)  # the wrapper's\n)\n"
+    )
+    edit = undo_source(src.encode())
+    assert (edit.changed, edit.kept) == (4, 1)
+    assert edit.new.decode() == src.replace("CUDAGraphedLayer(MLP(  #", "MLP(  #").replace("    1))\n", "    1)\n").replace(
+        "Seq(CUDAGraphedLayer(Block(CUDAGraphedLayer(MLP(2)))), x=[CUDAGraphedLayer(MLP(3))])", "Seq(Block(MLP(2)), x=[MLP(3)])"
+    )

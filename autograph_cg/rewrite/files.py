@@ -142,8 +142,7 @@ class EditPool:
 
 def _serve(conn: Connection, jobs: int | None, ahead: Callable[[], Iterable[str]] | None) -> None:
     """The helper: reads ahead (`_ReadAhead`) until the edits come, then each batch of edits in a pool forked from
-    this process, until told to stop or left alone; it then ends at once, its read-ahead a daemon thread (a run whose
-    plan has nothing to edit does not wait for libcst's import)."""
+    this process, until told to stop or left alone."""
     reading = _ReadAhead(ahead)
     with contextlib.suppress(EOFError, OSError, KeyboardInterrupt):
         while (job := conn.recv()) is not None:
@@ -156,6 +155,7 @@ def _serve(conn: Connection, jobs: int | None, ahead: Callable[[], Iterable[str]
                 conn.send(f"the rewrite's worker processes failed: {type(exc).__name__}: {exc}")
                 continue
             conn.send(report.files)
+    reading.stop()
 
 
 class _ReadAhead:

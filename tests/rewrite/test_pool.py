@@ -4,7 +4,6 @@ the workers are copies of the process as it was before the analysis grew it."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -87,12 +86,3 @@ def test_files_read_ahead_by_the_pool_rewrite_as_files_read_then(tmp_path: Path)
     assert not source._AHEAD  # the first edit took it
     plain = rewrite_files(sites, 5, write=False, diff=True, jobs=1)
     assert ahead.files == plain.files and len(ahead.changed) == 5
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the edit pool forks")
-def test_a_pool_closed_while_it_reads_ahead_ends_at_once() -> None:
-    """A plan with nothing to edit (a warm `rewrite --check` of a rewritten package) does not wait for the read-ahead."""
-    with edit_pool(2, ahead=lambda: threading.Event().wait() or []) as pool:  # reads ahead for ever
-        assert pool is not None
-        helper = pool._helper
-    assert not helper.is_alive()

@@ -81,10 +81,7 @@ def rewrite(
             raise click.UsageError(str(exc)) from None
         # the plan of files named alone has sites in those files only
         most = len(paths) if all(os.path.isfile(p) for p in paths) else None
-        def python_files() -> list[str]:
-            return [s.path for s in discover(list(paths), options.config.exclude, options.force_exclude)[0]]
-
-        with edit_pool(options.jobs, most, python_files) as pool:  # forked before the analysis grows this process
+        with edit_pool(options.jobs, most) as pool:  # forked before the analysis grows this process
             analysis = analyze(list(paths), options)
             assert analysis.plan is not None  # planned: the options ask for a plan
             report = rewrite_files(

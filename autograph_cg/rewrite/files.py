@@ -10,9 +10,7 @@ import contextlib
 import difflib
 import io
 import os
-import re
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from types import ModuleType
@@ -113,12 +111,12 @@ class EditPool:
     among the analysis's freed objects, on pages they must copy first). A helper, not the workers themselves: a process
     pool started now would have its thread running while the analysis forks its own pool."""
 
-    def __init__(self, jobs: int | None, ahead: Callable[[], Iterable[str]] | None = None) -> None:
+    def __init__(self, jobs: int | None) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("fork")
         self._conn, theirs = context.Pipe()
-        self._helper = context.Process(target=_serve, args=(theirs, jobs, ahead), name="autograph-cg edits")
+        self._helper = context.Process(target=_serve, args=(theirs, jobs), name="autograph-cg edits")
         self._helper.start()
         theirs.close()
 
@@ -140,13 +138,10 @@ class EditPool:
         self._helper.join()
 
 
-def _serve(conn: Connection, jobs: int | None, ahead: Callable[[], Iterable[str]] | None) -> None:
-    """The helper: reads ahead (`_ReadAhead`) until the edits come, then each batch of edits in a pool forked from
-    this process, until told to stop or left alone."""
-    reading = _ReadAhead(ahead)
+def _serve(conn: Connection, jobs: int | None) -> None:
+    """The helper: each batch of edits in a pool forked from this process, until told to stop or left alone."""
     with contextlib.suppress(EOFError, OSError, KeyboardInterrupt):
         while (job := conn.recv()) is not None:
-            reading.stop()  # before the workers are forked: they inherit what it read, and no running thread
             tasks, write, diff = job
             report = RewriteReport("rewrite", write)
             try:
@@ -155,63 +150,18 @@ def _serve(conn: Connection, jobs: int | None, ahead: Callable[[], Iterable[str]
                 conn.send(f"the rewrite's worker processes failed: {type(exc).__name__}: {exc}")
                 continue
             conn.send(report.files)
-    reading.stop()
-
-
-class _ReadAhead:
-    """A thread of the lowest priority that, while the analysis runs, imports the edits (libcst) and loads the files
-    the edits may come for (`source.read_ahead`): those `ahead` names that assign a call of a class to an attribute
-    of `self` (a file with a site does), largest first as the edits take them, up to `_AHEAD_BYTES` of source (loaded,
-    a file takes 36 times its size). While the analysis solves in one process a core is idle; there the originals'
-    parse and split, a fifth of the edits' CPU, is done before the edits come, and the workers forked then inherit
-    it. Elsewhere it gives way (the priority is the thread's own: Linux's)."""
-
-    def __init__(self, ahead: Callable[[], Iterable[str]] | None) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, args=(ahead,), name="autograph-cg read-ahead", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop reading, at the latest after the file being read."""
-        self._stop.set()
-        self._thread.join()
-
-    def _read(self, ahead: Callable[[], Iterable[str]] | None) -> None:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        from autograph_cg.rewrite.source import read_ahead
-
-        _edits()
-        if ahead is None or os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < 19:
-            return  # at the analysis's own priority it would take the analysis's cores
-        left = _AHEAD_BYTES
-        with paused_gc():
-            for path in sorted(ahead(), key=_size, reverse=True):
-                if self._stop.is_set() or left <= 0:
-                    return
-                with contextlib.suppress(OSError):
-                    with open(path, "rb") as f:
-                        data = f.read()
-                    if _BUILDS.search(data):
-                        left -= len(data)
-                        read_ahead(data)
-
-
-_AHEAD_BYTES = 32 << 20
-_BUILDS = re.compile(rb"\n[ \t]+self\.\w+\s*=\s*(?:\w+\.)*[A-Z]\w*\(")  # `self.mlp = nn.MLP(` and the like
 
 
 @contextlib.contextmanager
-def edit_pool(jobs: int | None, most: int | None = None, ahead: Callable[[], Iterable[str]] | None = None) -> Iterator[EditPool | None]:
+def edit_pool(jobs: int | None, most: int | None = None) -> Iterator[EditPool | None]:
     """An `EditPool` for `rewrite_files`: enter it before the analysis. None where one process is asked for, where the
     edits can touch at most `most` files, too few for a pool (a hook's run on the files of a commit), or where there is
-    no `fork` (the edits then start their pool when they come). `ahead`: the files the edits may come for, to read
-    while the analysis runs (`_ReadAhead`)."""
+    no `fork` (the edits then start their pool when they come)."""
     few = most is not None and most < _POOL_THRESHOLD
     if few or (jobs or os.cpu_count() or 1) < 2 or not sys.platform.startswith("linux"):
         yield None
         return
-    pool = EditPool(jobs, ahead)
+    pool = EditPool(jobs)
     try:
         yield pool
     finally:
@@ -223,11 +173,6 @@ def _edits() -> ModuleType:
     from autograph_cg.rewrite import api
 
     return api
-
-
-def _rewrite(data: bytes, sites: list[WrapSite], settings: WrapSettings) -> SourceEdit:
-    """`rewrite_source`, looked up where the edit runs: a process that hands the edits to a pool never imports libcst."""
-    return _edits().rewrite_source(data, sites, settings)  # type: ignore[no-any-return]
 
 
 def _size(path: str) -> int:
@@ -261,7 +206,9 @@ def rewrite_files(
     for site in sites:
         if not site.existing and site.path not in untouched:
             by_path.setdefault(site.path, []).append(site)
-    tasks: list[tuple[str, Edit]] = [(path, partial(_rewrite, sites=todo, settings=settings)) for path, todo in by_path.items()]
+    tasks: list[tuple[str, Edit]] = [
+        (path, partial(_edits().rewrite_source, sites=todo, settings=settings)) for path, todo in by_path.items()
+    ]
     _run(report, tasks, write, diff, jobs, pool)
     return report
 

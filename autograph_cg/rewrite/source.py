@@ -181,25 +181,8 @@ def find_all(node: cst.CSTNode, kinds: type[_Node] | tuple[type[_Node], ...]) ->
     return collect.found  # type: ignore[return-value]  # all of `kinds`
 
 
-_AHEAD: dict[bytes, Source] = {}  # loaded by `read_ahead`, each for the first `load` of its bytes
-
-
-def read_ahead(data: bytes) -> None:
-    """Load `data` now for a `load` of the same bytes later, in this process or one forked from it."""
-    try:
-        _AHEAD[data] = _load(data)
-    except Exception:  # a file that cannot be loaded is reported by the `load` that needs it
-        pass
-
-
 def load(data: bytes) -> Source:
-    """Decode, parse and split `data` (or take what `read_ahead` made of the same bytes); raise Unsafe when it
-    cannot be read as Python."""
-    ahead = _AHEAD.pop(data, None)
-    return ahead if ahead is not None else _load(data)
-
-
-def _load(data: bytes) -> Source:
+    """Decode, parse and split `data`; raise Unsafe when it cannot be read as Python."""
     try:
         text = decode(data)
     except (SyntaxError, UnicodeDecodeError) as exc:

@@ -4,12 +4,11 @@ the workers are copies of the process as it was before the analysis grew it."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from autograph_cg.rewrite import edit_pool, files, rewrite_files, source
+from autograph_cg.rewrite import edit_pool, files, rewrite_files
 from autograph_cg.rewrite.api import SourceEdit
 from autograph_cg.rewrite.results import RewriteReport
 
@@ -69,20 +68,3 @@ def test_rewrite_through_the_pool_is_the_rewrite_without_it(tmp_path: Path) -> N
         pooled = rewrite_files(sites, 5, write=False, diff=True, jobs=2, pool=pool)
     plain = rewrite_files(sites, 5, write=False, diff=True, jobs=1)
     assert pooled.files == plain.files and len(pooled.changed) == 5
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the edit pool forks")
-def test_files_read_ahead_by_the_pool_rewrite_as_files_read_then(tmp_path: Path) -> None:
-    src = "import paddle\n\n\nclass Net:\n    def __init__(self):\n        self.m = MLP(1)\n"
-    paths = _files(tmp_path, 5, src)
-    sites = [s for path in paths for s in sites_for(src, {"MLP"}, path)]
-    reading = files._ReadAhead(lambda: paths)
-    deadline = time.monotonic() + 60
-    while len(source._AHEAD) < 1 and time.monotonic() < deadline:  # one entry: the five files hold the same bytes
-        time.sleep(0.01)
-    reading.stop()
-    assert len(source._AHEAD) == 1
-    ahead = rewrite_files(sites, 5, write=False, diff=True, jobs=1)
-    assert not source._AHEAD  # the first edit took it
-    plain = rewrite_files(sites, 5, write=False, diff=True, jobs=1)
-    assert ahead.files == plain.files and len(ahead.changed) == 5

@@ -12,8 +12,7 @@ import libcst as cst
 import pytest
 from hypothesis import assume, given
 
-from autograph_cg.rewrite.results import Unsafe
-from autograph_cg.rewrite.source import Source, Statement, load, read_ahead
+from autograph_cg.rewrite.source import Source, Statement, load
 from tests.reliability.generate import example_settings
 
 CASES = {
@@ -119,14 +118,3 @@ def test_a_block_is_split_once_for_the_edit_the_check_and_undo() -> None:
     body = source.body(statement)
     assert body is not None and [m.text.strip() for m in body.members] == ["x = 1", "def f(self):\n        return 1"]
     assert source.body(statement) is body
-
-
-def test_a_file_read_ahead_serves_the_first_load_of_its_bytes_only() -> None:
-    data = b"class A:\n    x = 1\n"
-    read_ahead(data)
-    first = load(data)
-    assert first is not load(data)  # given once; the next load reads afresh
-    assert (first.text, [s.text for s in first.statements]) == (data.decode(), ["class A:\n    x = 1\n"])
-    read_ahead(b"def f(:\n")  # a file that cannot be read is reported by the load that needs it, as without read-ahead
-    with pytest.raises(Unsafe, match="syntax error"):
-        load(b"def f(:\n")

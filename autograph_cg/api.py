@@ -165,10 +165,12 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
 _FORKS = sys.platform.startswith("linux")  # groups judged in forked processes, as the index pool's workers are made
 
 
-def _answer_keys(stamped: list[Stamped], settings: tuple, plan: bool) -> tuple[str, ...]:
-    """The keys an answer for these files may be cached under, its own first: a planned answer serves lint too."""
-    key = run_key(stamped, repr((*settings, plan)))
-    return (key,) if plan else (key, run_key(stamped, repr((*settings, True))))
+def _answer_keys(stamped: list[Stamped], settings: tuple, plan: bool, group: bool = False) -> tuple[str, ...]:
+    """The keys an answer for these files may be cached under, its own first: a planned answer serves lint too. A
+    group's answer has keys of its own (the run over that group's files alone caches its whole answer)."""
+    kind = ("group",) if group else ()
+    key = run_key(stamped, repr((*settings, plan, *kind)))
+    return (key,) if plan else (key, run_key(stamped, repr((*settings, True, *kind))))
 
 
 def _shape(stamped: list[Stamped], settings: tuple) -> str:
@@ -212,7 +214,7 @@ def _judge_apart(
 
     def answer(group: list[ModuleFacts], indexer: Indexer) -> _Judged:
         stamped = [by_path[m.path] for m in group]
-        keys = _answer_keys(stamped, settings, options.plan)
+        keys = _answer_keys(stamped, settings, options.plan, group=True)
         for known in keys:
             cached = results.get(known)
             if isinstance(cached, _Judged):

@@ -83,6 +83,7 @@ def test_an_edit_judges_again_only_the_group_it_is_in(tmp_path: Path, monkeypatc
     tree = _tree(tmp_path)
     cache = str(tmp_path / "cache")
     analyze([str(tree)], Options(cache_dir=cache, jobs=1))
+    analyze([str(tree / "paddle_lm")], Options(cache_dir=cache, jobs=1))  # its own answer, beside the group's
     norm = tree / "torch_lm" / "norm.py"
     norm.write_text(norm.read_text() + "# edited\n")
     judged: list[str] = []

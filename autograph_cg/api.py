@@ -202,14 +202,12 @@ def _judge_apart(
     settings: tuple,
     options: Options,
 ) -> list[_Judged]:
-    """Each group judged apart, in this process (with the index pool) and, where `jobs` leaves cores for them, forked
-    ones (which index what their verdicts need deeply themselves and write their solved states), each taking the next group left
+    """Each group judged apart, in as many processes as `jobs` (this one, with the index pool, and forked ones, which
+    index what their verdicts need deeply themselves and write their solved states), each taking the next group left
     when it is done with one; a group whose process failed is judged here after. A group none of whose files changed
     since it was last judged takes that answer (an edit elsewhere loads no state of it)."""
     by_path = {source.path: (source, file_key, stamp) for source, file_key, stamp in stamped}
-    # one core judges here, one indexes beside it what the verdicts need deeply (`Indexer.ahead`); forked judges on
-    # the others only: on two cores a forked judge gained no time and cost more CPU (docs/ARCHITECTURE.md)
-    forks = max(0, min(indexer.jobs - 2, len(groups) - 1)) if _FORKS else 0
+    forks = min(indexer.jobs, len(groups)) - 1 if _FORKS else 0
     taken = _Turns(forks)
 
     def answer(group: list[ModuleFacts], indexer: Indexer) -> _Judged:

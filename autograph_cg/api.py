@@ -165,10 +165,12 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
 _FORKS = sys.platform.startswith("linux")  # groups judged in forked processes, as the index pool's workers are made
 
 
-def _answer_keys(stamped: list[Stamped], settings: tuple, plan: bool) -> tuple[str, ...]:
-    """The keys an answer for these files may be cached under, its own first: a planned answer serves lint too."""
-    key = run_key(stamped, repr((*settings, plan)))
-    return (key,) if plan else (key, run_key(stamped, repr((*settings, True))))
+def _answer_keys(stamped: list[Stamped], settings: tuple, plan: bool, group: bool = False) -> tuple[str, ...]:
+    """The keys an answer for these files may be cached under, its own first: a planned answer serves lint too. A
+    group's answer has keys of its own (the run over that group's files alone caches its whole answer)."""
+    kind = ("group",) if group else ()
+    key = run_key(stamped, repr((*settings, plan, *kind)))
+    return (key,) if plan else (key, run_key(stamped, repr((*settings, True, *kind))))
 
 
 def _shape(stamped: list[Stamped], settings: tuple) -> str:
@@ -200,19 +202,17 @@ def _judge_apart(
     settings: tuple,
     options: Options,
 ) -> list[_Judged]:
-    """Each group judged apart, in this process (with the index pool) and, where `jobs` leaves cores for them, forked
-    ones (which index what their verdicts need deeply themselves and write their solved states), each taking the next group left
+    """Each group judged apart, in as many processes as `jobs` (this one, with the index pool, and forked ones, which
+    index what their verdicts need deeply themselves and write their solved states), each taking the next group left
     when it is done with one; a group whose process failed is judged here after. A group none of whose files changed
     since it was last judged takes that answer (an edit elsewhere loads no state of it)."""
     by_path = {source.path: (source, file_key, stamp) for source, file_key, stamp in stamped}
-    # one core judges here, one indexes beside it what the verdicts need deeply (`Indexer.ahead`); forked judges on
-    # the others only: on two cores a forked judge gained no time and cost more CPU (docs/ARCHITECTURE.md)
-    forks = max(0, min(indexer.jobs - 2, len(groups) - 1)) if _FORKS else 0
+    forks = min(indexer.jobs, len(groups)) - 1 if _FORKS else 0
     taken = _Turns(forks)
 
     def answer(group: list[ModuleFacts], indexer: Indexer) -> _Judged:
         stamped = [by_path[m.path] for m in group]
-        keys = _answer_keys(stamped, settings, options.plan)
+        keys = _answer_keys(stamped, settings, options.plan, group=True)
         for known in keys:
             cached = results.get(known)
             if isinstance(cached, _Judged):

@@ -110,6 +110,21 @@ def _stack_room(frames: int = 8000) -> Iterator[None]:
         sys.setrecursionlimit(previous)
 
 
+@contextmanager
+def _index_room(limit: int) -> Iterator[None]:
+    """A file indexed in the middle of the verdicts (`Package`'s `deepen`) gets the room a file indexed first gets,
+    `limit` frames above where it starts, not the verdicts' own: the parser's checks of nesting assume Python's limit."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
 def analyze(paths: list[str], options: Options | None = None) -> Analysis:
     """Analyze the Python files under `paths` as one package: nothing is imported or executed."""
     with paused_gc():
@@ -286,28 +301,34 @@ def _judge(
     from autograph_cg.analysis.eligibility import Package
 
     config = options.config
+    by_path = {item[0].path: item for item in stamped}
+    limit = sys.getrecursionlimit()
 
-    def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] | None = None, summaries: frozenset[tuple[str, str]] = frozenset()) -> Package:
+    def deepen(path: str) -> ModuleFacts | None:
+        with _index_room(limit):
+            return indexer.deepen(by_path[path])
+
+    def judged(modules: list[ModuleFacts], solved: Package | None = None, changed: frozenset[str] | None = None, summaries: frozenset[tuple[str, str]] = frozenset()) -> tuple[Package, list[ModuleFacts]]:
+        """The package judged, and its files' facts as it read them last (some indexed deeply meanwhile)."""
         with _stack_room():  # the files are indexed with Python's own limit, which the parser's checks assume
-            package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead, changed=changed, summaries=summaries)
+            package = Package(modules, config.keeps, config.unknown, config.capturable, config.not_capturable, solved=solved, ahead=indexer.ahead, changed=changed, summaries=summaries, deepen=deepen)
             package.compute_all()
-        return package
+        return package, [package.deepened.get(m.path, m) for m in modules]
 
     stamps = {source.path: stamp for source, _, stamp in stamped}
     changed = state.changed({m.path: stamps[m.path] for m in modules}) if state is not None else None
     summaries = state.summaries_changed(modules, changed) if state is not None and changed is not None else None
     if summaries is not None:  # a last run of this shape, and no frame edited since
-        package, carried = judged(modules, state.package, changed, frozenset(summaries)), True
+        (package, modules), carried = judged(modules, state.package, changed, frozenset(summaries)), True
     else:
-        package, carried = judged(modules), False
+        (package, modules), carried = judged(modules), False
     walked: set[str] = set()
-    while package.shallow_reached - walked:  # forward code reached files indexed without their bodies: walk them
+    while package.shallow_reached - walked:  # files it could not index deeply as it judged (`deepen`): once more
         wanted = package.shallow_reached - walked
         walked |= wanted
         deepened, _ = indexer.index([s for s in stamped if s[0].path in wanted], deep=True)
-        by_path = {m.path: m for m in deepened}
-        modules = [by_path.get(m.path, m) for m in modules]
-        package = judged(modules, package)
+        deep = {m.path: m for m in deepened}
+        package, modules = judged([deep.get(m.path, m) for m in modules], package)
     with _stack_room():
         plan = None
         if options.plan:

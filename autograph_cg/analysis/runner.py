@@ -360,9 +360,10 @@ class Indexer:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def index(self, stamped: list[Stamped], deep: bool | None = None) -> tuple[list[ModuleFacts], list[SourceError]]:
+    def index(self, stamped: list[Stamped], deep: bool | None = None, round_end: bool = True) -> tuple[list[ModuleFacts], list[SourceError]]:
         """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
-        `deep=True` asks for every function body walked (a cached partial entry is then a miss)."""
+        `deep=True` asks for every function body walked (a cached partial entry is then a miss); at a round's end
+        (`round_end`) the files asked for ahead and not handed over yet are given up (indexed with these if asked)."""
         progress = self.progress if deep is None else None
         facts: list[ModuleFacts] = []
         errors: list[SourceError] = []
@@ -371,7 +372,7 @@ class Indexer:
         if progress is not None:
             progress.start(len(stamped))
         taken: list[tuple[str, Stamp, tuple[Future, int]]] = []  # indexed ahead
-        if deep:  # not handed over yet: indexed with the other misses
+        if deep and round_end:  # not handed over yet: indexed with the other misses
             with self._lock:
                 self._pending.clear()
                 self._waiting.clear()
@@ -407,6 +408,19 @@ class Indexer:
         facts.sort(key=lambda m: m.path)
         errors.sort(key=lambda e: e.path)
         return facts, errors
+
+    def deepen(self, item: Stamped) -> ModuleFacts | None:
+        """One file's facts with every body walked, now (the verdicts read them): from its batch when it was handed
+        over ahead, else indexed here (taken out of the batches waiting); None when it cannot be indexed."""
+        path = item[0].path
+        with self._lock:
+            if path in self._asked:
+                self._asked.discard(path)
+                self._pending = [job for job in self._pending if job[0] != path]
+                for batch in self._waiting:
+                    batch[:] = [job for job in batch if job[0] != path]
+        found, _ = self.index([item], deep=True, round_end=False)
+        return found[0] if found else None
 
     def ahead(self, path: str) -> None:
         """Index `path` deeply on another core, if a pool is up, with the next batch (a later `index(deep=True)`

@@ -1,5 +1,6 @@
-"""Files that forward code reaches only through another file are indexed deeply in a later round: what the earlier
-round judged from facts that stay is kept, and the answer is the one a package indexed deeply from the start gives."""
+"""Files that forward code reaches only through another file are indexed deeply as the verdicts read them (or, where
+that cannot be done, in a later round that keeps what the earlier judged from facts that stay): the answer is the one
+a package indexed deeply from the start gives."""
 
 from __future__ import annotations
 
@@ -137,3 +138,184 @@ def test_a_file_asked_for_ahead_is_indexed_deeply_on_the_pool_and_taken_by_the_n
     assert by_path[helpers[0].path].functions == expected.functions
     for source, key, stamp in (model, helpers):  # each file's facts cached under its own key
         assert cache.get(key, stamp).path == source.path
+
+
+def _deepen(texts: dict[str, str], asked: list[str], fails: bool = False):
+    """A `deepen` for `Package`: each file indexed deeply from its text, noted in `asked`."""
+
+    def deepen(path: str):
+        asked.append(path)
+        module = path[: -len(".py")].replace("/", ".")
+        return None if fails else index_source(path, module, False, texts[path], deep=True)
+
+    return deepen
+
+
+def test_a_file_read_shallow_is_indexed_deeply_at_once_and_judged_in_one_round() -> None:
+    asked: list[str] = []
+    package = Package(_modules(None), keep=lambda code: True, deepen=_deepen({"pkg/helpers.py": HELPERS}, asked))
+    answer = _answer(package)
+    assert asked == ["pkg/helpers.py"] and not package.shallow_reached  # no later round
+    assert set(package.deepened) == {"pkg/helpers.py"} and package.deepened["pkg/helpers.py"].complete
+    assert answer == _answer(Package(_modules(True), keep=lambda code: True))
+
+
+def test_a_file_that_cannot_be_indexed_at_once_is_left_to_a_later_round() -> None:
+    asked: list[str] = []
+    package = Package(_modules(None), keep=lambda code: True, deepen=_deepen({}, asked, fails=True))
+    package.compute_all()
+    assert asked == ["pkg/helpers.py"] and package.shallow_reached == {"pkg/helpers.py"} and not package.deepened
+
+
+CHUNKS = textwrap.dedent(
+    """
+    def apply_chunks(fn, x):
+        return fn(x)
+    """
+)
+CALLERS = textwrap.dedent(
+    """
+    from torch import nn
+    from pkg.chunks import apply_chunks
+
+
+    class Clean(nn.Module):
+        def forward(self, x):
+            return apply_chunks(self.step, x)
+
+        def step(self, x):
+            return x.relu()
+
+
+    class Syncs(nn.Module):
+        def forward(self, x):
+            return apply_chunks(self.step, x)
+
+        def step(self, x):
+            return x.sum().item()
+    """
+)
+
+
+def test_a_function_indexed_deeply_at_once_runs_what_each_call_passes_it() -> None:
+    """Whether a call is judged for its own arguments depends on what the callee calls: read from its deep facts, not
+    from the body not walked yet (which would judge `apply_chunks` for every caller's `fn` at once)."""
+
+    def modules(deep: bool | None) -> list:
+        return [
+            index_source("pkg/callers.py", "pkg.callers", False, CALLERS, deep=deep),
+            index_source("pkg/chunks.py", "pkg.chunks", False, CHUNKS, deep=deep),
+        ]
+
+    asked: list[str] = []
+    package = Package(modules(None), keep=lambda code: True, deepen=_deepen({"pkg/chunks.py": CHUNKS}, asked))
+    answer = _answer(package)
+    assert asked == ["pkg/chunks.py"]
+    assert answer == _answer(Package(modules(True), keep=lambda code: True))
+    assert answer[0]["pkg.callers.Clean"][0].value == "eligible" and answer[0]["pkg.callers.Syncs"][0].value == "ineligible"
+
+
+ATTENTION = textwrap.dedent(
+    """
+    from torch import nn
+
+
+    def eager_attention(q, k):
+        return (q @ k).softmax(-1)
+
+
+    def unused(x):
+        return x.item()
+
+
+    class Attention(nn.Module):
+        def forward(self, q, k):
+            attend = eager_attention
+            return self.chunked(self.part, attend(q, k))
+
+        def chunked(self, fn, x):
+            return fn(x)
+
+        def part(self, x):
+            return x.relu()
+
+        def reset(self):
+            self.cache = None
+    """
+)
+
+
+def test_functions_forward_code_names_as_values_are_walked_with_it() -> None:
+    """`attend = eager_attention; attend(q, k)` and a method passed on as `self.part` run where forward runs: walked in
+    the first index, so forward code reaching them needs no deep index of their file."""
+    facts = index_source("pkg/attention.py", "pkg.attention", False, ATTENTION)
+    methods = facts.classes["Attention"].methods
+    assert facts.functions["eager_attention"].walked and methods["part"].walked and methods["chunked"].walked
+    assert not facts.functions["unused"].walked and not methods["reset"].walked and not facts.complete
+
+
+CONFIG = textwrap.dedent(
+    """
+    class Config:
+        def __init__(self, hidden=4, **kwargs):
+            self.hidden = hidden
+    """
+)
+USES_CONFIG = textwrap.dedent(
+    """
+    from torch import nn
+    from pkg.config import Config
+
+
+    class Block(nn.Module):
+        def __init__(self, config: Config):
+            super().__init__()
+            self.config = config
+            self.fc = nn.Linear(config.hidden, config.hidden)
+
+        def forward(self, x):
+            if self.config.use_relu:
+                x = x.relu()
+            if self.config.check:
+                assert x.sum().item() > 0
+            return self.fc(x)
+    """
+)
+
+
+def test_what_a_config_holds_is_read_from_summaries_without_a_deep_index() -> None:
+    """Every body is summarized in every file, so the values forward reads of a config defined in a file without
+    forward code (an attribute no method assigns, here) need no deep index of that file."""
+    modules = [
+        index_source("pkg/block.py", "pkg.block", False, USES_CONFIG),
+        index_source("pkg/config.py", "pkg.config", False, CONFIG),
+    ]
+    assert not modules[1].deep
+    asked: list[str] = []
+    package = Package(modules, keep=lambda code: True, deepen=_deepen({"pkg/config.py": CONFIG}, asked))
+    answer = _answer(package)
+    assert asked == [] and not package.shallow_reached
+    deep = [index_source("pkg/block.py", "pkg.block", False, USES_CONFIG, deep=True), index_source("pkg/config.py", "pkg.config", False, CONFIG, deep=True)]
+    assert answer == _answer(Package(deep, keep=lambda code: True))
+
+
+def test_a_file_asked_for_ahead_and_needed_now_is_indexed_once_at_once(tmp_path) -> None:
+    from autograph_cg.analysis.runner import FactsCache, Indexer, stamp_files
+    from autograph_cg.sources import discover
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(HELPERS)
+    for i in range(30):  # enough files for a pool of two
+        (pkg / f"filler{i}.py").write_text(f"def f{i}(x):\n    return x\n")
+    sources, _ = discover([str(pkg)], (), False)
+    stamped, _ = stamp_files(sources)
+    helpers = next(s for s in stamped if s[0].path.endswith("helpers.py"))
+    with Indexer(FactsCache(None), jobs=2) as indexer:
+        indexer.index(stamped)
+        indexer.ahead(helpers[0].path)  # waits for a full batch
+        assert indexer._pending and not indexer._ahead
+        deep = indexer.deepen(helpers)
+        assert not indexer._pending and not indexer._asked and not indexer._ahead  # taken out, not indexed again later
+    assert deep is not None and deep.complete and deep.functions["finish"].walked

@@ -143,8 +143,6 @@ class Attributes:
                 if found or any(e[0] != "ann" for e in facts.attrs[attr]):
                     return found
                 only_declared = True  # `config: "Config"` says nothing of its value: a base that assigns it decides
-            if not module.deep:
-                package.note_shallow(module)
         if only_declared:
             return EMPTY
         if attr in _CHILDREN and self.package.is_layer(cls):  # `model.named_children()`: the layers it holds
@@ -214,8 +212,6 @@ class Attributes:
         module, facts = self.package.classes[cls]
         if found is None:
             found = self._writers[cls] = Writes(module, facts)
-        if found.missing and not module.deep:
-            self.package.note_shallow(module)
         return found
 
     def _field(self, cls: str, owner: str, attr: str) -> Value:
@@ -263,12 +259,9 @@ class Writes:
 
     def __init__(self, module: ModuleFacts, facts: ClassFacts) -> None:
         self.methods: list[tuple[str, ScopeSummary]] = []
-        self.missing = False  # a method of the class was not summarized (its file is to be indexed deeply)
         for method in (*facts.methods, "__init__") if facts.has_init else facts.methods:
             summary = module.scopes.get(f"{facts.name}.{method}")
-            if summary is None:
-                self.missing = True
-            else:
+            if summary is not None:  # None: its summary failed (an analyzer bug recorded in the file's errors)
                 self.methods.append((method, summary))
         self.attrs: set[str] = {attr for _, summary in self.methods for attr in summary.self_attrs}
         self._writing: dict[str, list[tuple[str, ScopeSummary]]] = {}

@@ -217,10 +217,7 @@ class Solver(Names, Binding, Expressions, Attributes, Calls, Conditions, Registr
         facts = self.package.modules.get(module)
         if facts is None:
             return None
-        found = self._summary(facts, name)
-        if found is None and name != MODULE_SCOPE and not facts.deep:
-            self.package.note_shallow(facts)
-        return found
+        return self._summary(facts, name)
 
     def _summary(self, facts: ModuleFacts, name: str) -> ScopeSummary | None:
         """A summary, as the node being computed (or the result asking) reads it: redone when it changes (`forget`).

@@ -428,7 +428,7 @@ class Package:
 
     def _touch(self, module: ModuleFacts) -> bool:
         """Forward code needs this file's bodies or sublayers: its deep index (True: read from now on)."""
-        return not module.deep and self._needs_deep(module.path)
+        return not module.complete and not module.deep and self._needs_deep(module.path)
 
     # ----- verdicts --------------------------------------------------------------------------------------------
     def verdict(self, qual: str) -> Verdict:

@@ -173,7 +173,7 @@ class ModuleFacts:
     sites: tuple[SiteFacts, ...] = ()  # module-level and plain-function constructions (`model = Net(cfg)`)
     lines: int = 0
     deep: bool = True  # sublayer sites and the bodies forward reaches within the file were indexed
-    complete: bool = True  # every function body was walked
+    complete: bool = True  # every function body was walked, every sublayer site found: a deep index adds nothing
     star_imports: tuple[str, ...] = ()  # modules `from m import *` reads, in order
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
     scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name (`_Unpickled`)

@@ -95,12 +95,20 @@ def index_source(
         sites=tuple(module_sites),
         lines=text.count("\n") + 1,
         deep=reachable,
-        complete=deep is True or not (function_nodes or lambdas or any(b.methods for b in builders.values())),
+        complete=deep is True or _complete(reachable, function_nodes, lambdas, builders),
         scopes=summaries.scopes,
         errors=tuple(summaries.errors),
         reaches=_reaches(scope, tree.body),
     )
     return replace(facts, digests=digests(facts))
+
+
+def _complete(reachable: bool, functions: dict, lambdas: dict, builders: dict[str, "_ClassBuilder"]) -> bool:
+    """Whether a file indexed shallow lacks nothing a deep index finds: no body left unwalked, and the sublayer sites
+    of each `__init__` collected (they are where forward code is reachable; a file without it may still hold a layer
+    whose forward it inherits, `class ArceeMLP(NemotronMLP)` with its own `__init__`)."""
+    unwalked = functions or lambdas or any(b.methods for b in builders.values())
+    return not unwalked and (reachable or not any(b.has_init for b in builders.values()))
 
 
 def _reaches(scope: ModuleScope, statements: list[ast.stmt]) -> tuple[str, ...]:
@@ -312,6 +320,8 @@ class _Walker:
         self._pending: set[str] = set()
         self._calls_to: dict[str, list[tuple[bool, ...]]] = {}  # function -> host_args of each call seen
         self._hints_used: dict[str, tuple[bool, ...]] = {}
+        names = "|".join(map(re.escape, function_nodes))
+        self._values = re.compile(rf"(?<![\w.])({names})\b(?!\s*\()") if names else None  # a module function as a value
 
     def walk_everything(self) -> None:
         work: list[tuple[str | None, str]] = [(c, m) for c, b in self.builders.items() for m in b.methods]
@@ -382,18 +392,17 @@ class _Walker:
         """The functions of this file a body names as a value (`attention = eager_attention_forward`, a method passed
         on as `self.ff_chunk`): called through that value, they run where the body runs. Walked now, their file needs
         no deep index when forward code reaches them (360 of transformers' 874 files were indexed twice for its
-        attention function alone)."""
+        attention function alone). Read from the body's text (a name not followed by `(`): a walk of every body
+        walked cost a tenth of the index."""
+        text = "\n".join(self.scope.lines[node.lineno - 1 : node.end_lineno or node.lineno])
         found: list[tuple[str | None, str]] = []
-        functions = self.function_nodes
-        for inner in nodes.walk(node):
-            kind = type(inner)
-            if kind is ast.Name:
-                if inner.id in functions:  # type: ignore[attr-defined]
-                    found.append((None, inner.id))  # type: ignore[attr-defined]
-            elif kind is ast.Attribute and owner is not None and type(inner.value) is ast.Name and inner.value.id == "self":  # type: ignore[attr-defined]
+        if self._values is not None:
+            found += [(None, name) for name in dict.fromkeys(self._values.findall(text))]
+        if owner is not None and "self." in text:
+            for attr in dict.fromkeys(_SELF_VALUE.findall(text)):
                 for cls in self._lineage(owner, skip_self=False):
-                    if inner.attr in self.builders[cls].methods:  # type: ignore[attr-defined]
-                        found.append((cls, inner.attr))  # type: ignore[attr-defined]
+                    if attr in self.builders[cls].methods:
+                        found.append((cls, attr))
                         break
         return found
 
@@ -428,6 +437,7 @@ _PLAIN_BASES = frozenset(
      "PretrainedConfig", "ModelOutput", "Generic", "str", "int"}
 )  # fmt: skip
 
+_SELF_VALUE = re.compile(r"\bself\.(\w+)\b(?!\s*\()")  # `self.x` read as a value, not called
 _SELF_WRITE = re.compile(r"\bself\.(\w+)\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
 
 

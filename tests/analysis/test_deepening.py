@@ -319,3 +319,31 @@ def test_a_file_asked_for_ahead_and_needed_now_is_indexed_once_at_once(tmp_path)
         deep = indexer.deepen(helpers)
         assert not indexer._pending and not indexer._asked and not indexer._ahead  # taken out, not indexed again later
     assert deep is not None and deep.complete and deep.functions["finish"].walked
+
+
+MLP = textwrap.dedent(
+    """
+    from torch import nn
+
+
+    class MLP(nn.Sequential):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+    """
+)
+BARE = "from pkg.mlp import MLP\n\n\nclass Same(MLP):\n    pass\n"
+
+
+def test_a_file_without_forward_is_complete_only_when_a_deep_index_would_find_nothing_more() -> None:
+    """A layer that inherits its forward keeps its own `__init__` in a file that never says `forward`: its sublayer
+    sites are found by a deep index only, so the shallow facts are not complete; a file of bare subclasses is."""
+    builds = index_source("pkg/mlp.py", "pkg.mlp", False, MLP)
+    bare = index_source("pkg/bare.py", "pkg.bare", False, BARE)
+    assert not builds.deep and not builds.complete and not builds.classes["MLP"].sites
+    assert index_source("pkg/mlp.py", "pkg.mlp", False, MLP, deep=True).classes["MLP"].sites
+    assert not bare.deep and bare.complete
+    asked: list[str] = []
+    package = Package([builds, bare], keep=lambda code: True, deepen=_deepen({"pkg/mlp.py": MLP}, asked))
+    package.compute_all()
+    assert asked == ["pkg/mlp.py"] and not package.shallow_reached  # the bare subclasses' file is not indexed again

@@ -586,10 +586,8 @@ class Package:
     ) -> _Result:
         self._in_progress.add(key)
         self.ledger.add(("reached", owner, function.name))
-        module, function = self._walked(owner, function)
+        module, function = self._walked(owner, function)  # a file not indexed deeply walked none of its bodies
         self.ledger.read(module.path)
-        if self._touch(module):
-            module, function = self._current(owner, function)
         step = function.qualname
         result = _Result(kernels=function.ops)
         if function.error:

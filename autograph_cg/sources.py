@@ -209,6 +209,27 @@ def decode(data: bytes) -> str:
     return (data[3:] if data.startswith(codecs.BOM_UTF8) else data).decode(encoding)
 
 
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines() breaks at beside these
+
+
+def lines_of(text: str, keepends: bool = False) -> list[str]:
+    """`text`'s lines as Python counts them (only \\n, \\r\\n and \\r end one), split in C where the text holds no
+    other break `str.splitlines` knows. Without `keepends`, as `LINE_BREAK.split` gives them: the text after the last
+    break is a line, even when empty."""
+    if _OTHER_BREAKS.search(text):
+        if not keepends:
+            return LINE_BREAK.split(text)
+        starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        if starts[-1] != len(text):
+            starts.append(len(text))  # the last line has no line break
+        return [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
+    lines = text.splitlines(keepends)
+    if not keepends and (not text or text[-1] in "\r\n"):
+        lines.append("")
+    return lines
+
+
 def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
     """`ast.parse` without the parser's warnings about the analyzed code (invalid escapes, `is` with a literal):
     they are the code's business, and printed they would bury the tool's own output. Raises like `ast.parse`."""

@@ -328,8 +328,10 @@ class SolvedStore(_Keyed):
 class Indexer:
     """One run's indexing: facts from the cache, the misses in a process pool that stays up for the run. Files a
     later round needs deeply can be asked for `ahead` while the main process judges; the other cores index them,
-    `_AHEAD_BATCH` at a time: each hand-over to the pool cost the main thread a millisecond or more (its management
-    thread takes the interpreter lock), 1-4 s for transformers' 979 files asked for one by one. At most one batch
+    up to `_AHEAD_BATCH` at a time: each hand-over to the pool cost the main thread a millisecond or more (its
+    management thread takes the interpreter lock), 1-4 s for transformers' 979 files asked for one by one, so what is
+    asked while the pool is busy waits for a full batch or for the pool to be free (a file asked for alone waited for
+    seven more that never came, and was indexed in the main process when needed). At most one batch
     fewer than the pool's processes is indexed at a time, the next handed over as one ends (from the pool's own
     thread): the main process keeps a core of its own to judge on (on two cores, two workers beside it slowed its
     verdicts by a third while they ran); what is still waiting when the round ends is indexed then, with the other
@@ -433,7 +435,7 @@ class Indexer:
                 return
             self._asked.add(path)
             self._pending.append(_job(source, True))
-            if len(self._pending) == _AHEAD_BATCH:
+            if len(self._pending) == _AHEAD_BATCH or not self._running:  # a full batch, or the pool idle meanwhile
                 self._waiting.append(self._pending)
                 self._pending = []
                 self._hand_over()
@@ -455,6 +457,9 @@ class Indexer:
     def _batch_done(self, _: Future) -> None:
         with self._lock:
             self._running -= 1
+            if not self._waiting and self._pending:  # what was asked for while the pool was busy, without waiting for more
+                self._waiting.append(self._pending)
+                self._pending = []
             self._hand_over()
 
     def _pool_for(self, misses: int) -> ProcessPoolExecutor | None:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Callable
 
 from autograph_cg.analysis import nodes
 from autograph_cg.analysis.kinds import HOST, LAYER, UNKNOWN
 from autograph_cg.analysis.suppressions import Suppressions
 from autograph_cg.findings import Span
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+from autograph_cg.sources import lines_of
 
 
 def statement_calls(value: ast.expr) -> list[ast.Call]:
@@ -153,7 +150,7 @@ class ModuleScope:
     def lines(self) -> list[str]:
         """Lines as Python counts them: only \\n, \\r\\n and \\r end a line (not form feeds, unlike splitlines)."""
         if self._lines is None:
-            self._lines = _LINE_BREAK.split(self.text)
+            self._lines = lines_of(self.text)
         return self._lines
 
     def line_text(self, line: int) -> str:

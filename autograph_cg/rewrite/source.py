@@ -29,9 +29,8 @@ from typing import Sequence, TypeVar
 import libcst as cst
 
 from autograph_cg.rewrite.results import Unsafe
-from autograph_cg.sources import decode, encoding_of, parse
+from autograph_cg.sources import LINE_BREAK, decode, encoding_of, lines_of, parse
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line breaks, unlike str.splitlines()
 _INDENT = re.compile(r"[ \t\f]+")
 _ONE_BLOCK = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.If)
 _Node = TypeVar("_Node", bound=cst.CSTNode)
@@ -192,7 +191,7 @@ def load(data: bytes) -> Source:
     except (SyntaxError, ValueError) as exc:
         where = f"line {exc.lineno}: " if isinstance(exc, SyntaxError) and exc.lineno else ""
         raise Unsafe("syntax-error", f"syntax error: {where}{getattr(exc, 'msg', exc)}") from None
-    lines = tuple(_lines_of(text))
+    lines = tuple(lines_of(text, keepends=True))
     newline = next((m.group() for m in LINE_BREAK.finditer(text)), "\n")
     if not tree.body:
         return Source(data, text, tree, text, (), "", newline, lines)
@@ -201,16 +200,6 @@ def load(data: bytes) -> Source:
     return Source(data, text, tree, "".join(lines[:start]), tuple(statements), "".join(lines[end:]), newline, lines)
 
 
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines() breaks at beside these
-
-
-def _lines_of(text: str) -> list[str]:
-    if not _OTHER_BREAKS.search(text):
-        return text.splitlines(keepends=True)  # the same lines, split in C
-    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
-    if starts[-1] != len(text):
-        starts.append(len(text))  # the last line has no line break
-    return [text[starts[i] : starts[i + 1]] for i in range(len(starts) - 1)]
 
 
 def _block(lines: Sequence[str], nodes: list[ast.stmt], start: int, classes: tuple[str, ...] | None) -> tuple[list[Statement], int]:

@@ -5,6 +5,7 @@ a package indexed deeply from the start gives."""
 from __future__ import annotations
 
 import textwrap
+import time
 
 import pytest
 
@@ -117,17 +118,24 @@ def test_a_file_asked_for_ahead_is_indexed_deeply_on_the_pool_and_taken_by_the_n
     sources, _ = discover([str(pkg)], (), False)
     stamped, _ = stamp_files(sources)
     helpers = next(s for s in stamped if s[0].path.endswith("helpers.py"))
-    fillers = [s for s in stamped if any(s[0].path.endswith(f"filler{i}.py") for i in range(runner._AHEAD_BATCH))]
+    fillers = [s for s in stamped if any(s[0].path.endswith(f"filler{i}.py") for i in range(runner._AHEAD_BATCH // 2))]
     cache = FactsCache(None)
     with Indexer(cache, jobs=2) as indexer:
         shallow, errors = indexer.index(stamped)
         assert not errors and not any(m.complete for m in shallow if m.path in {s[0].path for s in [helpers, *fillers]})
         indexer.ahead(helpers[0].path)
-        assert indexer._pool is not None and not indexer._ahead  # waits for a batch
-        for filler in fillers[:-1]:
+        assert indexer._pool is not None and helpers[0].path in indexer._ahead  # the pool idle: handed over alone, at once
+        for filler in fillers[:-1]:  # asked while it runs: handed over when it ends, though no batch is full
             indexer.ahead(filler[0].path)
-        assert all(s[0].path in indexer._ahead for s in [helpers, *fillers[:-1]])  # a batch started on the pool
-        indexer.ahead(fillers[-1][0].path)  # the next batch's first, not full when the round comes
+        deadline = time.monotonic() + 60
+        while (indexer._pending or indexer._waiting) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(s[0].path in indexer._ahead for s in [helpers, *fillers[:-1]])
+        with indexer._lock:  # the pool kept busy: the last one asked waits for the running batch
+            indexer._running += 1
+            indexer.ahead(fillers[-1][0].path)
+            indexer._running -= 1
+        assert fillers[-1][0].path in indexer._asked
         model = next(s for s in stamped if s[0].path.endswith("model.py"))  # a round may also need one not asked ahead
         deep, _ = indexer.index([model, helpers, *fillers], deep=True)
         assert not indexer._ahead and not indexer._pending  # taken, not indexed again; the pending one indexed then
@@ -314,7 +322,10 @@ def test_a_file_asked_for_ahead_and_needed_now_is_indexed_once_at_once(tmp_path)
     helpers = next(s for s in stamped if s[0].path.endswith("helpers.py"))
     with Indexer(FactsCache(None), jobs=2) as indexer:
         indexer.index(stamped)
-        indexer.ahead(helpers[0].path)  # waits for a full batch
+        with indexer._lock:  # the pool busy: it waits for the running batch to end
+            indexer._running += 1
+            indexer.ahead(helpers[0].path)
+            indexer._running -= 1
         assert indexer._pending and not indexer._ahead
         deep = indexer.deepen(helpers)
         assert not indexer._pending and not indexer._asked and not indexer._ahead  # taken out, not indexed again later

@@ -11,7 +11,7 @@ from typing import Any
 
 from autograph_cg.analysis.resolver.sites import Ctx, owner_class
 from autograph_cg.analysis.resolver.summaries import MODULE_SCOPE, Expr, ScopeSummary
-from autograph_cg.analysis.resolver.values import EMPTY, HOST, TENSOR, Atom, Value, instances, listing, mapping, union
+from autograph_cg.analysis.resolver.values import EMPTY, HOST, TENSOR, Atom, Value, by_key, instances, listing, mapping, union
 
 _HOST_ANNOTATIONS = frozenset(("n", t) for t in ("str", "int", "float", "bool", "bytes"))
 
@@ -179,7 +179,7 @@ class Binding:
             if key == name:
                 parts.append(self._eval(value, ctx))
             elif key is None:
-                parts.append(frozenset(a for atom in self._eval(value, ctx) if atom[0] == "K" for k, a in atom[1] if k == name))
+                parts.extend(by_key(atom[1]).get(name, EMPTY) for atom in self._eval(value, ctx) if atom[0] == "K")
         return union(parts)
 
     def _spread_at(self, spread: Expr, ctx: Ctx, index: int) -> Value:

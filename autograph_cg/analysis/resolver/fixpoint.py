@@ -99,7 +99,14 @@ class FixedPoint:
                 self._dirty.discard(number)  # it read a value that grew since: bring it up to date before it is read
                 self._recompute(number)
                 known = self._values[number]
-            self._reads(number)
+            if stack:  # `_reads`, written out: the most frequent path of the solve
+                readers = self._dependents.get(number)
+                if readers is None:
+                    self._dependents[number] = {stack[-1]}
+                else:
+                    readers.add(stack[-1])
+            else:
+                self._reads(number)
             return known
         self._values[number] = EMPTY  # a cycle back to this node reads the empty set until it is computed
         if len(stack) >= MAX_DEPTH:

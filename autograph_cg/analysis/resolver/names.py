@@ -23,8 +23,9 @@ class Names:
 
     def _lookup(self, name: str, ctx: Ctx) -> Value:
         module, scope_name, site = ctx
-        while scope_name != MODULE_SCOPE:
-            summary = self.scope(module, scope_name)
+        facts = self.package.modules.get(module)
+        while scope_name != MODULE_SCOPE and facts is not None:
+            summary = self._summary(facts, scope_name)
             if summary is None:
                 break
             if name in summary.locals or name in summary.params or name in (summary.vararg, summary.kwarg):

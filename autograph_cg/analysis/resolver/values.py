@@ -105,6 +105,16 @@ def merged(value: Iterable[Atom]) -> set[Atom]:
     return out
 
 
+@lru_cache(maxsize=1 << 12)
+def by_key(pairs: frozenset) -> dict[Any, Value]:
+    """What a dict atom's pairs hold under each key: a call passing `**kwargs` binds each parameter of its callee
+    from the same few large dicts (a model's config, hundreds of keys)."""
+    found: dict[Any, set[Atom]] = {}
+    for key, atom in pairs:
+        found.setdefault(key, set()).add(atom)
+    return {key: frozenset(atoms) for key, atoms in found.items()}
+
+
 def listing(items: Iterable[Atom]) -> Atom:
     return ("L", bounded(frozenset(merged(_shallow(a) for a in items))))
 

@@ -24,7 +24,7 @@ from autograph_cg.analysis.failures import INTERNAL, describe, message
 from autograph_cg.analysis.resolver.sites import SITE_DEPTH, Ctx, site_depth
 from autograph_cg.analysis.resolver.solver import Solver
 from autograph_cg.analysis.resolver.summaries import ITEMS, reads_self
-from autograph_cg.analysis.resolver.values import Value
+from autograph_cg.analysis.resolver.values import Value, order_key
 from autograph_cg.analysis.verdicts import Guard, Guarded, Reason, Status, Verdict
 from autograph_cg.findings import Finding, SourceError, Span
 from autograph_cg.rules.base import Rule
@@ -881,7 +881,7 @@ class Package:
                     return
         targets = 0
         before, most = result.kernels, 0  # one of the candidates runs: the largest counts (`every`: they all run)
-        for atom in sorted(value, key=repr):
+        for atom in sorted(value, key=order_key):
             kind = atom[0]
             if not every:
                 result.kernels = before
@@ -968,7 +968,7 @@ class Package:
     def _methods(self, value: Value, name: str, call: CallRef, module: ModuleFacts, result: _Result, step: str) -> None:
         """`self.attr.name(...)`: the method `name` of whatever `self.attr` may hold."""
         targets = 0
-        for atom in sorted(value, key=repr):
+        for atom in sorted(value, key=order_key):
             if atom[0] in ("G", "I") and atom[1] in self.classes:
                 targets += 1
                 found = self.find_method(atom[1], name)

@@ -176,6 +176,22 @@ def bounded(value: Value) -> Value:
     return frozenset(kept)
 
 
+@lru_cache(maxsize=1 << 14)
+def order_key(atom: Atom) -> str:
+    """An atom's text with every set in it written sorted: the order atoms are judged in, which a reason list keeps.
+    `repr` writes a set in the order it iterates, which the interpreter's hash seed decides (two lists a Sequential
+    may hold, judged in either order from one run to the next, swapped a verdict's reasons)."""
+    return _text(atom)
+
+
+def _text(part: Any) -> str:
+    if isinstance(part, (frozenset, set)):
+        return "{" + ", ".join(sorted(_text(item) for item in part)) + "}"
+    if isinstance(part, tuple):
+        return "(" + ", ".join(_text(item) for item in part) + ")"
+    return repr(part)
+
+
 def truthiness(value: Value) -> bool | None:
     """True or False when every candidate agrees, else None (tensors and host values never say)."""
     found: set[bool] = set()

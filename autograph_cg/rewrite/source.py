@@ -200,8 +200,6 @@ def load(data: bytes) -> Source:
     return Source(data, text, tree, "".join(lines[:start]), tuple(statements), "".join(lines[end:]), newline, lines)
 
 
-
-
 def _block(lines: Sequence[str], nodes: list[ast.stmt], start: int, classes: tuple[str, ...] | None) -> tuple[list[Statement], int]:
     """The statements of one block whose text starts at line index `start`, and the index after the last one.
     `classes`: the classes the block is in; None for the module's own block."""

@@ -185,7 +185,7 @@ def order_key(atom: Atom) -> str:
 
 
 def _text(part: Any) -> str:
-    if isinstance(part, (frozenset, set)):
+    if isinstance(part, frozenset):
         return "{" + ", ".join(sorted(_text(item) for item in part)) + "}"
     if isinstance(part, tuple):
         return "(" + ", ".join(_text(item) for item in part) + ")"

@@ -160,7 +160,7 @@ def _whole(sources: list[SourceFile], options: Options) -> Analysis:
     store = SolvedStore(cache_dir)
     state = store.get(_shape(stamped, settings))  # a state of the whole run: its files were one group last time
     with Indexer(facts_cache, options.jobs, options.progress) as indexer:
-        modules, read_errors = _index(indexer, stamped, state.deep if state is not None else frozenset(), _summaries_first(stamped, state, indexer))
+        modules, read_errors = _index(indexer, stamped, state.deep if state is not None else frozenset())
         groups = separate(modules)
         if len(groups) <= 1:  # one package (or none could be read): the run it always was
             judged = [_judge(modules, stamped, indexer, store, settings, options, state)]
@@ -322,11 +322,6 @@ def _judge(
         (package, modules), carried = judged(modules, state.package, changed, frozenset(summaries)), True
     else:
         (package, modules), carried = judged(modules), False
-    late = package.walk_later()
-    if late:  # walked by the pool beside the verdicts, read by none: in place now, as a first index that walked them
-        found, _ = indexer.index([by_path[path] for path in late], round_end=False)
-        package.read_walked(found)
-        modules = [package.deepened.get(m.path, m) for m in modules]
     walked: set[str] = set()
     while package.shallow_reached - walked:  # files it could not index deeply as it judged (`deepen`): once more
         wanted = package.shallow_reached - walked
@@ -375,19 +370,9 @@ def _joined(parts: list[_Judged], modules: list[ModuleFacts]) -> tuple[dict[str,
     return verdicts, findings, internal, joined(plans, verdicts, unresolved)
 
 
-def _summaries_first(stamped: list[Stamped], state: Solved | None, indexer: Indexer) -> bool:
-    """Whether the first index reads only what the resolver reads (every body's summary), leaving the walks of forward
-    code to the pool while the verdicts solve: where one process judges the whole run (a single top-level package,
-    one group), no last state of it says which files it read deeply, and a pool can walk beside it. The verdicts read a
-    layer's file deeply (asked for ahead, in the order they judge); the discovery of calls, a third of their time,
-    reads summaries only. On transformers (2 cores) the verdicts started after 12 s instead of 19 s."""
-    return state is None and indexer.jobs > 1 and len({source.module.partition(".")[0] for source, _, _ in stamped}) == 1
-
-
-def _index(indexer: Indexer, stamped: list[Stamped], deep: frozenset[str], summaries: bool = False) -> tuple[list[ModuleFacts], list[SourceError]]:
-    """Facts of every file; those the last run ended up indexing deeply (`deep`) are indexed so again at once. With
-    `summaries`, no body is walked (`_summaries_first`)."""
-    modules, errors = indexer.index([s for s in stamped if s[0].path not in deep], deep=False if summaries else None)
+def _index(indexer: Indexer, stamped: list[Stamped], deep: frozenset[str]) -> tuple[list[ModuleFacts], list[SourceError]]:
+    """Facts of every file; those the last run ended up indexing deeply (`deep`) are indexed so again at once."""
+    modules, errors = indexer.index([s for s in stamped if s[0].path not in deep])
     if deep:
         more, more_errors = indexer.index([s for s in stamped if s[0].path in deep], deep=True)
         modules, errors = sorted(modules + more, key=lambda m: m.path), errors + more_errors

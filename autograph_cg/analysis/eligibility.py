@@ -215,7 +215,6 @@ class Package:
         self._announced: set[str] = set()
         self._deepen = deepen
         self.deepened: dict[str, ModuleFacts] = {}  # path -> the deep facts this package read in place of its own
-        self._walks_first: set[str] = set()  # files `walk_later` read with their walks of forward code only, so far
         # what each memoized result read and added (functions reached, AG9xx places, extra findings, internal errors)
         self.ledger = Ledger()
         self.kept = 0  # memoized results kept from the last run's package
@@ -285,14 +284,10 @@ class Package:
 
     def _needs_deep(self, path: str) -> bool:
         """Forward code reaches a file where something was not indexed, and what is being computed reads it: indexed
-        deeply now where it can be (True: the package reads its deep facts from now on), else the next round does.
-        A file indexed `walk_later` reads its walks of forward code first (`_walks_first`), and is asked for again if
-        what is read was not walked there."""
-        first = path not in self.deepened
-        if self._deepen is not None and (first or path in self._walks_first) and path not in self.shallow_reached:
+        deeply now where it can be (True: the package reads its deep facts from now on), else the next round does."""
+        if self._deepen is not None and path not in self.deepened and path not in self.shallow_reached:
             facts = self._deepen(path)
-            if facts is not None and (facts.complete or first and facts.deep):
-                (self._walks_first.discard if facts.complete else self._walks_first.add)(path)
+            if facts is not None and facts.complete:
                 self._replace(facts)
                 return True
         self.ledger.provisional_read()
@@ -328,11 +323,10 @@ class Package:
         """A function that forward code runs, with its body walked (its file indexed deeply now where it was not): what
         it calls is read before it is judged (`_run_for_call`). The files its calls lead to are asked for ahead."""
         module, function = self._current(owner, function)
-        while not function.walked:
+        if not function.walked:
             self._reach_ahead(module.module, function.qualname)
-            if not self._needs_deep(module.path):
-                break
-            module, function = self._current(owner, function)
+            if self._needs_deep(module.path):
+                module, function = self._current(owner, function)
         return module, function
 
     def _current(self, owner: str, function: FunctionFacts) -> tuple[ModuleFacts, FunctionFacts]:
@@ -680,7 +674,7 @@ class Package:
         owner, method = found
         module = self.classes[owner][0]
         self.ledger.read(module.path)
-        while not method.walked and self._needs_deep(module.path):
+        if not method.walked and self._needs_deep(module.path):
             owner, method = self.find_method(context, name)  # type: ignore[misc]  # read from its deep facts
         if not method.walked:
             return set()
@@ -1118,23 +1112,7 @@ class Package:
         return [SourceError(path, message(where, detail), internal=True) for (path, where), detail in sorted(failures.items())]
 
     def compute_all(self) -> dict[str, Verdict]:
-        layers = self.layer_classes()
-        # Each layer's file is read deeply when it is judged: those not indexed so are asked for now, in that order,
-        # then the other files whose walks of forward code come later (`read_walked` takes them at the end)
-        for module in [self.classes[qual][0] for qual in layers] + [m for m in self.modules.values() if m.walk_later]:
-            if not module.complete and not module.deep:
-                self._announce(module.path)
-        return {qual: self.verdict(qual) for qual in layers}
-
-    def walk_later(self) -> list[str]:
-        """The files still read `walk_later`: nothing judged read past their summaries."""
-        return [m.path for m in self.modules.values() if m.walk_later]
-
-    def read_walked(self, walked: list[ModuleFacts]) -> None:
-        """Files `walk_later` that nothing judged read, with their walks of forward code, read in place: what a first
-        index that walks them would have given the plan (its sites) and the findings."""
-        for facts in walked:
-            self._replace(facts)
+        return {qual: self.verdict(qual) for qual in self.layer_classes()}
 
     def _refreshed_writes(self) -> dict[tuple[str, str, int], str]:
         """The writes of the layer's state that the verdicts found a refresh through a method of `self` (per function

@@ -174,9 +174,6 @@ class ModuleFacts:
     lines: int = 0
     deep: bool = True  # sublayer sites and the bodies forward reaches within the file were indexed
     complete: bool = True  # every function body was walked, every sublayer site found: a deep index adds nothing
-    # indexed with summaries only where a first index walks forward code (it names `forward`): those walks come later,
-    # from the index's pool (`Indexer.deepen`), and nothing else of the facts differs
-    walk_later: bool = False
     star_imports: tuple[str, ...] = ()  # modules `from m import *` reads, in order
     optional_imports: tuple[str, ...] = ()  # imported only if installed: `try: import x` / `except ImportError:`
     scopes: dict[str, ScopeSummary] = field(default_factory=dict)  # the resolver's summaries, by scope name (`_Unpickled`)

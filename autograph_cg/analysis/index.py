@@ -46,8 +46,7 @@ def index_source(
     `deep=True` walks every function body. By default (`None`) only what can run inside a graph is walked:
     in a file that defines a `forward`, the forward methods and the methods and functions of the same file
     they call, transitively; in other files nothing. Facts mark what was not walked, and the eligibility
-    pass asks for a full index of the few files where forward code reaches such a function. `deep=False` walks
-    nothing (every body is summarized all the same): facts that the default would walk further are `walk_later`.
+    pass asks for a full index of the few files where forward code reaches such a function.
     """
     if tree is None:
         tree = parse(text, filename=path)
@@ -97,7 +96,6 @@ def index_source(
         lines=text.count("\n") + 1,
         deep=reachable,
         complete=deep is True or _complete(reachable, function_nodes, lambdas, builders),
-        walk_later=deep is False and "forward" in text,
         scopes=summaries.scopes,
         errors=tuple(summaries.errors),
         reaches=_reaches(scope, tree.body),

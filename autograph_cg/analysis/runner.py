@@ -345,8 +345,7 @@ class Indexer:
         self.progress = progress
         self._pool: ProcessPoolExecutor | None = None
         self._files: dict[str, Stamped] = {}
-        self._ahead: dict[str, tuple[Future, int, bool | None]] = {}  # path -> its batch asked for ahead, its place, its depth
-        self._late: set[str] = set()  # indexed `walk_later`: their walked facts are what `deepen` gives first
+        self._ahead: dict[str, tuple[Future, int]] = {}  # path -> the deep index of its batch, asked for ahead; its place
         self._pending: list[Job] = []  # asked for ahead, to be handed over with the next batch
         self._waiting: deque[list[Job]] = deque()  # full batches asked for ahead, not handed over yet
         self._running = 0  # batches handed over and not done
@@ -367,7 +366,7 @@ class Indexer:
         """Facts of every file: from the cache when its stamp is unchanged, else indexed (in a pool when many).
         `deep=True` asks for every function body walked (a cached partial entry is then a miss); at a round's end
         (`round_end`) the files asked for ahead and not handed over yet are given up (indexed with these if asked)."""
-        progress = self.progress if not deep and round_end else None  # the first index (deeper ones are short)
+        progress = self.progress if deep is None else None
         facts: list[ModuleFacts] = []
         errors: list[SourceError] = []
         misses: list[Job] = []
@@ -383,12 +382,12 @@ class Indexer:
         for source, key, stamp in stamped:
             self._files[source.path] = (source, key, stamp)
             hit = self.cache.get(key, stamp, deep)
-            if hit is not None and (deep is False or not hit.walk_later):
+            if hit is not None:
                 facts.append(hit)
                 continue
-            ahead = self._ahead.get(source.path)
-            if ahead is not None and ahead[2] is deep:
-                taken.append((key, stamp, self._ahead.pop(source.path)))
+            ahead = self._ahead.pop(source.path, None) if deep else None
+            if ahead is not None:
+                taken.append((key, stamp, ahead))
                 continue
             misses.append(_job(source, deep))
             miss_keys.append((key, stamp))
@@ -396,7 +395,7 @@ class Indexer:
             progress.advance(len(facts))
         pool = self._pool_for(len(misses))
         found = _in_pool(pool, misses, self.jobs, progress) if pool is not None else _in_process(misses, progress)
-        ahead = ((len(misses) + i, batch.result()[place]) for i, (_, _, (batch, place, _)) in enumerate(taken))
+        ahead = ((len(misses) + i, batch.result()[place]) for i, (_, _, (batch, place)) in enumerate(taken))
         miss_keys.extend((key, stamp) for key, stamp, _ in taken)
         with paused_gc():  # unpickling makes many objects and no garbage
             for place, result in chain(found, ahead):
@@ -408,17 +407,13 @@ class Indexer:
                     self.cache.put(key, stamp, result, facts[-1].complete)
         if progress is not None:
             progress.finish()
-        for found in facts:
-            (self._late.add if found.walk_later else self._late.discard)(found.path)
         facts.sort(key=lambda m: m.path)
         errors.sort(key=lambda e: e.path)
         return facts, errors
 
     def deepen(self, item: Stamped) -> ModuleFacts | None:
         """One file's facts with every body walked, now (the verdicts read them): from its batch when it was handed
-        over ahead, else indexed here (taken out of the batches waiting); None when it cannot be indexed. A file
-        indexed `walk_later` gets its walks of forward code first (the facts a first index that walks them gives),
-        then, asked again, every body."""
+        over ahead, else indexed here (taken out of the batches waiting); None when it cannot be indexed."""
         path = item[0].path
         with self._lock:
             if path in self._asked:
@@ -426,12 +421,12 @@ class Indexer:
                 self._pending = [job for job in self._pending if job[0] != path]
                 for batch in self._waiting:
                     batch[:] = [job for job in batch if job[0] != path]
-        found, _ = self.index([item], deep=None if path in self._late else True, round_end=False)
+        found, _ = self.index([item], deep=True, round_end=False)
         return found[0] if found else None
 
     def ahead(self, path: str) -> None:
-        """Index `path` as `deepen` would, on another core, if a pool is up, with the next batch (a later `index` of
-        that depth takes it, or indexes it with its other misses while its batch is not full)."""
+        """Index `path` deeply on another core, if a pool is up, with the next batch (a later `index(deep=True)`
+        takes it, or indexes it with its other misses while its batch is not full)."""
         if self._pool is None or path in self._ahead or path not in self._files:
             return
         source, key, stamp = self._files[path]
@@ -439,7 +434,7 @@ class Indexer:
             if path in self._asked or self.cache.complete(key, stamp):
                 return
             self._asked.add(path)
-            self._pending.append(_job(source, None if path in self._late else True))
+            self._pending.append(_job(source, True))
             if len(self._pending) == _AHEAD_BATCH or not self._running:  # a full batch, or the pool idle meanwhile
                 self._waiting.append(self._pending)
                 self._pending = []
@@ -456,7 +451,7 @@ class Indexer:
             self._running += 1
             for place, job in enumerate(jobs):
                 self._asked.discard(job[0])
-                self._ahead[job[0]] = (batch, place, job[4])
+                self._ahead[job[0]] = (batch, place)
             batch.add_done_callback(self._batch_done)
 
     def _batch_done(self, _: Future) -> None:

@@ -1,5 +1,6 @@
 """A plan is the same whatever hash seed the interpreter draws: what the judge walks through in order (the candidates a
-call may run) is ordered by a text that writes its sets sorted, not as they iterate."""
+call may run) is ordered by a text that writes its sets sorted, not as they iterate; the index walks a file's functions
+in the order it finds them called."""
 
 from __future__ import annotations
 
@@ -66,3 +67,67 @@ def test_a_plan_is_the_same_under_every_hash_seed(tmp_path) -> None:
         assert "head.Head" in done.stdout
         plans.add(done.stdout)
     assert len(plans) == 1
+
+
+CROPS = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+
+    def resize_one(maps_i, width, height):
+        return F.interpolate(maps_i[:, None], size=(int(height), int(width)), mode="bicubic")[:, 0]
+
+
+    def resize_each(maps, widths, heights):
+        out = []
+        for i in range(len(maps)):
+            out.append(resize_one(maps[i], widths[i], heights[i]))
+        return out
+
+
+    def resize(maps, boxes):
+        widths = (boxes[:, 2] - boxes[:, 0]).ceil()
+        heights = (boxes[:, 3] - boxes[:, 1]).ceil()
+        return resize_each(maps, widths, heights)
+
+
+    def crop(maps, boxes):
+        return [resize(m, b) for m, b in zip(maps, boxes)]
+
+
+    class Head(nn.Module):
+        def forward(self, maps, boxes):
+            return crop(maps, boxes)
+    """
+)
+
+# Indexes CROPS with every body walked and prints the hints each function was walked with last.
+WALK = """
+import json, sys
+from autograph_cg.analysis import index
+last = {}
+walk = index._Walker._function
+def spy(self, name):
+    facts = walk(self, name)
+    last[name] = self._hints_used[name]
+    return facts
+index._Walker._function = spy
+index.index_source("m.py", "m", False, sys.stdin.read(), deep=True)
+print(json.dumps(last, sort_keys=True))
+"""
+
+
+def test_a_function_is_walked_with_the_hints_its_callers_last_walks_give_under_every_hash_seed() -> None:
+    answers = set()
+    for seed in range(8):  # which function the walk took next came from a set, in the order the seed gave it
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        done = subprocess.run([sys.executable, "-c", WALK], input=CROPS, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        answers.add(done.stdout)
+    assert len(answers) == 1
+    # `crop` passes the items of a zip (host values) on, and so does each function after it; the calls of `resize_one`
+    # that `resize_each` made when it was walked before its own callers were seen (tensors, then) give way to those of
+    # its last walk (they stayed among the sites, and `resize_one` read tensors under every seed)
+    assert '"resize_one": [true, true, true]' in answers.pop()

@@ -321,6 +321,7 @@ class _Walker:
         # function -> its callers -> the host_args of each of their calls, as their last walk made them
         self._calls_to: dict[str, dict[tuple[str | None, str], list[tuple[bool, ...]]]] = {}
         self._hints_used: dict[str, tuple[bool, ...]] = {}
+        self._walks: dict[str, int] = {}  # function -> how often it was walked
         names = "|".join(map(re.escape, function_nodes))
         self._values = re.compile(rf"(?<![\w.])({names})\b(?!\s*\()") if names else None  # a module function as a value
 
@@ -359,7 +360,8 @@ class _Walker:
             if not work and self._pending:
                 name = next(iter(self._pending))
                 del self._pending[name]
-                if self.functions.get(name) is None or self._hints_used.get(name) != self._hints(name):
+                walks = self._walks.get(name, 0)
+                if walks == 0 or (walks < _MAX_WALKS and self._hints_used.get(name) != self._hints(name)):
                     work.extend(self._callees((None, name), self._function(name)))
                     work.extend(self._named(None, self.function_nodes[name]))
 
@@ -377,6 +379,7 @@ class _Walker:
         facts = _suppressed(self.scope, _run_guarded(ctx, self.function_nodes[name], False, hints))
         self.functions[name] = facts
         self._hints_used[name] = hints
+        self._walks[name] = self._walks.get(name, 0) + 1
         return facts
 
     def _callees(self, caller: tuple[str | None, str], facts: FunctionFacts) -> list[tuple[str | None, str]]:
@@ -444,6 +447,8 @@ def _run_guarded(
 
 
 #: Bases that make a class something other than a layer.
+# Walks of one function at most: hints that still change after that (callers in a cycle trading them) keep the last
+_MAX_WALKS = 8
 _PLAIN_BASES = frozenset(
     {"object", "Enum", "IntEnum", "Exception", "NamedTuple", "dict", "list", "tuple", "ABC", "Protocol", "TypedDict",
      "PretrainedConfig", "ModelOutput", "Generic", "str", "int"}

@@ -131,3 +131,17 @@ def test_a_function_is_walked_with_the_hints_its_callers_last_walks_give_under_e
     # that `resize_each` made when it was walked before its own callers were seen (tensors, then) give way to those of
     # its last walk (they stayed among the sites, and `resize_one` read tensors under every seed)
     assert '"resize_one": [true, true, true]' in answers.pop()
+
+
+def test_a_function_whose_hints_keep_changing_is_walked_a_bounded_number_of_times(monkeypatch) -> None:
+    from autograph_cg.analysis import index
+
+    flips = iter(range(1000))
+    monkeypatch.setattr(index._Walker, "_hints", lambda self, name: (True,) * next(flips))  # never the same twice
+    walks: list[str] = []
+    walk = index._Walker._function
+    monkeypatch.setattr(index._Walker, "_function", lambda self, name: walks.append(name) or walk(self, name))
+    text = "def ping(x, n):\n    return pong(x, n - 1)\n\n\ndef pong(x, n):\n    return ping(x, n)\n"  # each walk asks for the other
+    facts = index.index_source("m.py", "m", False, text, deep=True)
+    assert all(f.walked for f in facts.functions.values())
+    assert walks.count("ping") == walks.count("pong") == index._MAX_WALKS

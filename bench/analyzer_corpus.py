@@ -2,7 +2,8 @@
 
     python bench/analyzer_corpus.py [--jobs N] [--repeat R] [--corpus DIR] [--files N] [--edits K]
 
-Prints: the best time of reading and ``ast.parse``-ing every corpus file in a pool of N processes; the
+Prints: the best time of reading and ``ast.parse``-ing every corpus file in a pool of N processes; of indexing
+them in the same way, each file alone (the part of ``lint`` done per file, the floor of its cold time); the
 cold ``autograph-cg lint`` time (fresh cache dir) with N processes and its ratio to ``ast.parse``; the
 warm time (same cache, nothing changed) and whether it reports the same; findings per rule family;
 verdict counts; and the files that made the analyzer fail although CPython parses them (must be 0).
@@ -34,6 +35,7 @@ import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 from corpus import CorpusRoot, fetch_all, python_files
 
@@ -57,19 +59,45 @@ def _parse_file(path: str) -> bool:
     return True
 
 
-def time_ast_parse(files: list[Path], jobs: int, repeat: int) -> tuple[float, set[str]]:
-    """Best wall time over `repeat` runs (pool start-up included, as the CLI pays it) and the rejected files."""
-    paths = [str(f) for f in files]
-    chunk = max(1, len(paths) // (jobs * 8))
+def _index_file(job: tuple[str, str, bool]) -> None:
+    """Read and index one file as a cold `lint` does (its default index, no cache): the part of `lint` done per file."""
+    from autograph_cg.analysis.runner import index_one
+
+    path, module, is_package = job
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        index_one(path, module, is_package, Path(path).read_bytes())
+
+
+def _pool_time(work: Callable[[Any], Any], items: list[Any], jobs: int, repeat: int) -> tuple[float, list[Any]]:
+    """Best wall time of `work` over `items` in a pool of `jobs` (its start-up included, as the CLI pays it) over
+    `repeat` runs, and the last run's results."""
+    chunk = max(1, len(items) // (jobs * 8))
     best = float("inf")
-    rejected: set[str] = set()
+    results: list[Any] = []
     for _ in range(repeat):
         start = time.perf_counter()
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            ok = list(pool.map(_parse_file, paths, chunksize=chunk))
+            results = list(pool.map(work, items, chunksize=chunk))
         best = min(best, time.perf_counter() - start)
-        rejected = {str(Path(p).resolve()) for p, good in zip(paths, ok) if not good}
-    return best, rejected
+    return best, results
+
+
+def time_ast_parse(files: list[Path], jobs: int, repeat: int) -> tuple[float, set[str]]:
+    """Best wall time over `repeat` runs and the rejected files."""
+    paths = [str(f) for f in files]
+    best, ok = _pool_time(_parse_file, paths, jobs, repeat)
+    return best, {str(Path(p).resolve()) for p, good in zip(paths, ok) if not good}
+
+
+def time_index(roots: list[CorpusRoot], jobs: int, repeat: int) -> tuple[float, int]:
+    """Best wall time of the index alone over the files `lint` reads, and their number: what no whole-program work
+    is in, so that `lint cold` less this is the resolver's and the verdicts' share."""
+    from autograph_cg.sources import discover
+
+    sources, _ = discover([str(r.path) for r in roots])
+    jobs_of = [(s.real or s.path, s.module, s.is_package) for s in sources]
+    return _pool_time(_index_file, jobs_of, jobs, repeat)[0], len(jobs_of)
 
 
 def run_lint(roots: list[CorpusRoot], jobs: int, cache_dir: Path) -> tuple[float, dict]:
@@ -238,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         f"({lines / parse_s / 1000:6.0f}k lines/s); CPython rejects {len(rejected)} files"
     )
 
+    index_s, indexed = time_index(roots, args.jobs, args.repeat)
+    print(
+        f"index      {args.jobs} processes, best of {args.repeat}: {index_s:7.2f} s "
+        f"({indexed} files, each alone); {index_s / parse_s:.2f}x ast.parse"
+    )
+
     with tempfile.TemporaryDirectory(prefix="autograph-cg-bench-") as tmp:
         try:
             cold_s, warm_s, cold, warm = time_lint(roots, args.jobs, args.repeat, Path(tmp))
@@ -247,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = cold["summary"]
     print(
         f"lint cold  {args.jobs} processes, best of {args.repeat}: {cold_s:7.2f} s "
-        f"({lines / cold_s / 1000:6.0f}k lines/s); {cold_s / parse_s:.2f}x ast.parse"
+        f"({lines / cold_s / 1000:6.0f}k lines/s); {cold_s / parse_s:.2f}x ast.parse, {cold_s - index_s:.2f} s beyond the index"
     )
     same = _comparable(cold) == _comparable(warm)
     print(f"lint warm  unchanged files, best of {args.repeat}: {warm_s:7.2f} s; same report as cold: {'yes' if same else 'NO'}")

@@ -384,7 +384,8 @@ class _Walker:
 
     def _callees(self, caller: tuple[str | None, str], facts: FunctionFacts) -> list[tuple[str | None, str]]:
         """What the walk of `caller` (its class or None, its name) found it calls in this file; its calls of module
-        functions noted as that walk made them."""
+        functions noted as that walk made them. Which calls a walk records does not depend on its hints (they change
+        what the arguments hold, not which calls are seen), so each callee's entry for `caller` is replaced whole."""
         owner = caller[0]
         found: list[tuple[str | None, str]] = []
         prefix = self.scope.module + "."
